@@ -1,0 +1,33 @@
+/**
+ * Test projects:
+ * - unit: rules with fake stores, no I/O.
+ * - http: the real app in process (supertest), a fresh SQLite database per test file.
+ * - services: the same http suite again on MariaDB (a fresh database per test file), plus the
+ *   suites that need MariaDB or Redis themselves. It fails, never skips, when they are missing.
+ */
+const common = {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform: {
+    '^.+\\.ts$': [
+      '@swc/jest',
+      { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'es6' }, sourceMaps: 'inline' },
+    ],
+  },
+  testTimeout: 30_000,
+};
+
+export default {
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    { ...common, displayName: 'http', testMatch: ['<rootDir>/test/http/**/*.test.ts'] },
+    {
+      ...common,
+      displayName: 'services',
+      testMatch: ['<rootDir>/test/http/**/*.test.ts', '<rootDir>/test/services/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/support/services-check.mjs',
+      setupFiles: ['<rootDir>/test/support/services-env.mjs'],
+    },
+  ],
+};

@@ -1,0 +1,30 @@
+import type { MongoAbility } from '@casl/ability';
+import type { OrganisationRole, ProjectRole, TokenKind } from '../src/auth/principal.js';
+
+/**
+ * The subjects and actions the rules speak of. A subject is a plain record tagged with its type
+ * (`subject('Project', row)`), and conditions compare its fields with the caller's.
+ */
+export type Action = 'read' | 'create' | 'update' | 'delete' | 'manage-members' | 'approve';
+
+export interface OrganisationSubject {
+  id: string;
+}
+export interface ProjectSubject {
+  id: string;
+  organisationId: string;
+}
+
+export type Subjects = 'Organisation' | 'Project' | 'ProjectMember' | 'all';
+
+export type AppAbility = MongoAbility<[Action, Subjects | ({ __caslSubjectType__?: string } & object)]>;
+
+/** What the rules know of the caller: built from the principal and stored roles, per request. */
+export interface Actor {
+  kind: TokenKind;
+  organisationId: string;
+  personId: string | undefined;
+  role: OrganisationRole | undefined;
+  /** The caller's role in each project they belong to, by project id. */
+  projectRoles: ReadonlyMap<string, ProjectRole>;
+}

@@ -1,0 +1,98 @@
+import express, { type Express } from 'express';
+import helmet from 'helmet';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { DataSource } from 'typeorm';
+import { OrganisationOidcVerifier } from '../adapters/identity/organisation-oidc.js';
+import { authentication } from './auth/middleware.js';
+import { PersonTokenResolver } from './auth/person-token.js';
+import type { TokenResolver } from './auth/resolver.js';
+import type { Config } from './config.js';
+import { errorHandler, notFoundHandler, requestId, requestLogger } from './http/edge.js';
+import { buildOpenApi } from './http/openapi.js';
+import { defineRoute, RouteRegistry } from './http/route.js';
+import { tenancy } from './http/tenancy.js';
+import { discoveryRoutes } from './modules/discovery/routes.js';
+import { databaseProbe, healthRoutes, type ReadinessProbe } from './modules/health/routes.js';
+import { organisationRoutes } from './modules/organisation/routes.js';
+import { OrganisationService } from './modules/organisation/service.js';
+import type { Clock } from './util/clock.js';
+
+export interface AppDependencies {
+  config: Config;
+  dataSource: DataSource;
+  clock: Clock;
+  logger: Logger;
+  redis?: Redis | undefined;
+}
+
+export interface Platform {
+  app: Express;
+  registry: RouteRegistry;
+  openapi: ReturnType<typeof buildOpenApi>;
+  services: { organisations: OrganisationService; verifier: OrganisationOidcVerifier };
+}
+
+/** The composition root: every part of the service is made and wired here, and only here. */
+export function buildApp(deps: AppDependencies): Platform {
+  const { config, dataSource, clock, logger } = deps;
+
+  const organisations = new OrganisationService(dataSource, clock);
+  const verifier = new OrganisationOidcVerifier({ clock, ...config.oidc });
+  const resolvers: TokenResolver[] = [];
+  if (config.deployment === 'self-hosted') resolvers.push(new PersonTokenResolver(verifier, organisations));
+
+  const probes: ReadinessProbe[] = [databaseProbe(dataSource)];
+  const redis = deps.redis;
+  probes.push({
+    name: 'redis',
+    check: async () => {
+      if (!redis) return 'not configured';
+      await redis.ping();
+      return 'ok';
+    },
+  });
+
+  const registry = new RouteRegistry();
+  registry.add(...healthRoutes(probes), ...discoveryRoutes(config), ...organisationRoutes());
+  registry.add(
+    defineRoute({
+      method: 'get',
+      path: '/openapi.json',
+      operationId: 'getOpenApiDocument',
+      summary: 'This API described as OpenAPI 3.1.0',
+      tag: 'Discovery',
+      extension: true,
+      tenant: false,
+      auth: 'public',
+      schemas: {},
+      responses: { 200: { description: 'The OpenAPI document.', schema: { type: 'object', description: 'OpenAPI 3.1.0 document.' } } },
+      handler: () => ({ status: 200, body: openapi, headers: { 'Cache-Control': 'public, max-age=300' } }),
+    }),
+  );
+  const openapi = buildOpenApi(registry, { deployment: config.deployment, baseUrl: config.baseUrl });
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('trust proxy', config.trustProxy);
+  app.set('query parser', 'simple');
+
+  // Edge: request id, logs, security headers, body limits.
+  app.use(requestId());
+  app.use(requestLogger(logger));
+  app.use(helmet({ contentSecurityPolicy: { directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } } }));
+  app.use(express.json({ limit: config.jsonBodyLimitBytes, strict: true }));
+
+  const router = express.Router();
+  registry.mount(
+    router,
+    { tenancy: tenancy(config.deployment, organisations), authenticate: authentication(resolvers, config.deployment) },
+    config.deployment,
+  );
+  app.use(router);
+  app.use(notFoundHandler());
+  app.use(errorHandler(logger));
+
+  return { app, registry, openapi, services: { organisations, verifier } };
+}

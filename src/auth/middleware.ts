@@ -1,0 +1,47 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Deployment } from '../config.js';
+import { unauthorized } from '../http/errors.js';
+import type { RouteDefinition } from '../http/route.js';
+import type { Credential, TokenResolver } from './resolver.js';
+
+const AUTHORIZATION = /^(Bearer|DPoP) +([A-Za-z0-9\-._~+/]+=*)$/i;
+
+/** At most this many characters of Authorization header are looked at. */
+const MAX_AUTHORIZATION_LENGTH = 8192;
+
+export function parseAuthorization(header: string | undefined): Credential | undefined {
+  if (!header || header.length > MAX_AUTHORIZATION_LENGTH) return undefined;
+  const match = AUTHORIZATION.exec(header.trim());
+  if (!match) return undefined;
+  return { scheme: (match[1] as string).toLowerCase() as Credential['scheme'], token: match[2] as string };
+}
+
+/**
+ * Authentication: find the resolver of the credential's kind among those the route accepts,
+ * resolve it to a principal, and settle the tenant. Self-hosted: the token's organisation must
+ * be the one served at this host name. Cloud: the token (or, later, the session's
+ * `X-Platform-Organisation`) decides the organisation.
+ */
+export function authentication(resolvers: readonly TokenResolver[], deployment: Deployment) {
+  return (route: RouteDefinition): RequestHandler => {
+    const accepted = route.auth === 'public' ? [] : resolvers.filter((r) => (route.auth as readonly string[]).includes(r.kind));
+    return async (req: Request, _res: Response, next: NextFunction) => {
+      try {
+        const credential = parseAuthorization(req.headers.authorization);
+        if (!credential) throw unauthorized();
+        const resolver = accepted.find((candidate) => candidate.recognises(credential));
+        if (!resolver) throw unauthorized('this kind of token is not accepted here');
+        const { principal, organisation } = await resolver.resolve(credential, req);
+        const tenant = req.context.tenant;
+        if (deployment === 'self-hosted' && tenant && tenant.id !== organisation.id) {
+          throw unauthorized('the token belongs to another organisation');
+        }
+        req.context.principal = principal;
+        req.context.tenant = organisation;
+        next();
+      } catch (error) {
+        next(error);
+      }
+    };
+  };
+}

@@ -1,0 +1,81 @@
+import type { Request } from 'express';
+import { PersonTokenError, peekIssuer, type OrganisationOidcVerifier } from '../../adapters/identity/organisation-oidc.js';
+import { unauthorized } from '../http/errors.js';
+import type { OrganisationService } from '../modules/organisation/service.js';
+import { roleFromClaim } from '../modules/organisation/service.js';
+import type { Credential, Resolved, TokenResolver } from './resolver.js';
+
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+
+const invalidToken = (message: string) =>
+  unauthorized(message, `Bearer realm="platform", error="invalid_token"`);
+
+/** Reads a claim by a dotted path (`realm_access.roles`), as identity providers nest them. */
+function claimAt(payload: Record<string, unknown>, path: string): unknown {
+  let value: unknown = payload;
+  for (const part of path.split('.')) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<string, unknown>)[part];
+  }
+  return value;
+}
+
+/**
+ * Self-hosted person tokens: `Bearer <JWT>` from the organisation's OpenID Connect provider.
+ * The unverified `iss` only chooses which organisation's settings to verify against; nothing
+ * else of the token is read before its signature and claims are checked.
+ */
+export class PersonTokenResolver implements TokenResolver {
+  readonly kind = 'person' as const;
+
+  constructor(
+    private readonly verifier: OrganisationOidcVerifier,
+    private readonly organisations: OrganisationService,
+  ) {}
+
+  recognises(credential: Credential): boolean {
+    return credential.scheme === 'bearer' && !credential.token.startsWith('platform_') && JWT_SHAPE.test(credential.token);
+  }
+
+  async resolve(credential: Credential, req: Request): Promise<Resolved> {
+    try {
+      const { issuer } = peekIssuer(credential.token);
+      const tenant = req.context.tenant;
+      const organisation = tenant?.oidcIssuer === issuer ? tenant : await this.organisations.findByIssuer(issuer);
+      if (!organisation || !organisation.oidcIssuer || !organisation.oidcClientId || !organisation.oidcAudience || !organisation.oidcApiScope) {
+        throw new PersonTokenError('the token was not issued by a provider this service trusts');
+      }
+      if (tenant && tenant.id !== organisation.id) {
+        throw new PersonTokenError("the token was issued by another organisation's provider");
+      }
+      const payload = await this.verifier.verify(credential.token, {
+        issuer: organisation.oidcIssuer,
+        clientId: organisation.oidcClientId,
+        audience: organisation.oidcAudience,
+        apiScope: organisation.oidcApiScope,
+      });
+      const role = organisation.oidcRoleClaim ? roleFromClaim(claimAt(payload, organisation.oidcRoleClaim)) : undefined;
+      const { person, role: effectiveRole } = await this.organisations.signIn(organisation, {
+        issuer: organisation.oidcIssuer,
+        subject: payload.sub,
+        name: typeof payload.name === 'string' ? payload.name : undefined,
+        email: typeof payload.email === 'string' ? payload.email : undefined,
+        role,
+      });
+      return {
+        organisation,
+        principal: {
+          kind: 'person',
+          organisationId: organisation.id,
+          personId: person.id,
+          role: effectiveRole,
+          deviceId: undefined,
+          scopes: [organisation.oidcApiScope],
+        },
+      };
+    } catch (error) {
+      if (error instanceof PersonTokenError) throw invalidToken(error.message);
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,25 @@
+/**
+ * Who is calling. Every resolver (person token, device token, DPoP-bound device token, Cloud
+ * session, run credential) produces this one small type; everything after authentication reads
+ * only the principal, never the Authorization header.
+ */
+
+/** The token kinds of spec section 5, as route declarations name them. */
+export type TokenKind = 'person' | 'device' | 'cloud-session' | 'run-credential';
+
+export type OrganisationRole = 'owner' | 'admin' | 'member';
+export const ORGANISATION_ROLES: readonly OrganisationRole[] = ['owner', 'admin', 'member'];
+
+export type ProjectRole = 'owner' | 'contributor' | 'viewer';
+export const PROJECT_ROLES: readonly ProjectRole[] = ['owner', 'contributor', 'viewer'];
+
+export interface Principal {
+  kind: TokenKind;
+  organisationId: string;
+  /** The person behind the request: the signer of a person token, the approver of a device. */
+  personId: string | undefined;
+  /** The person's role in the organisation, when a person stands behind the request. */
+  role: OrganisationRole | undefined;
+  deviceId: string | undefined;
+  scopes: readonly string[];
+}

@@ -1,0 +1,189 @@
+/**
+ * Configuration comes from the environment only. Every variable is read and validated here,
+ * once, at start; a bad value stops the process with one line naming the variable.
+ * The README documents each variable (keep the table there in step with this file).
+ */
+
+export type Deployment = 'self-hosted' | 'cloud';
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export interface DatabaseConfig {
+  kind: 'sqlite' | 'mysql';
+  /** mysql only: `mariadb://` URLs select MariaDB's flavour of schema reading. */
+  flavour: 'mysql' | 'mariadb';
+  /** sqlite: a file path or ':memory:'; mysql: the connection URL. */
+  location: string;
+}
+
+export interface Config {
+  deployment: Deployment;
+  /** The public base address on Cloud; on self-hosted the organisation's host name decides it. */
+  baseUrl: string | undefined;
+  port: number;
+  host: string;
+  database: DatabaseConfig;
+  redisUrl: string | undefined;
+  logLevel: LogLevel;
+  /** Express `trust proxy` value: false, true, a hop count, or a list of addresses/subnets. */
+  trustProxy: boolean | number | string[];
+  jsonBodyLimitBytes: number;
+  discoveryMaxAgeSeconds: number;
+  oidc: {
+    /** Seconds of clock skew tolerated on `exp`/`nbf`/`iat` of person tokens. */
+    clockSkewSeconds: number;
+    /** Minimum milliseconds between two JWKS refetches triggered by an unknown `kid`. */
+    jwksCooldownMs: number;
+    /** How long fetched JWKS and issuer metadata are trusted before a refetch. */
+    jwksCacheMaxAgeMs: number;
+    /** Allow `http://` issuers on loopback addresses (development and tests only). */
+    allowHttpLoopbackIssuers: boolean;
+    httpTimeoutMs: number;
+  };
+  /** Create a `localhost` organisation on an empty self-hosted database at start. */
+  bootstrapLocalhost: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    problem: string,
+  ) {
+    super(`${variable}: ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function read(env: Env, name: string): string | undefined {
+  const value = env[name];
+  if (value === undefined) return undefined;
+  const trimmed = value.trim();
+  return trimmed === '' ? undefined : trimmed;
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const value = read(env, name);
+  if (value === undefined) return fallback;
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw new ConfigError(name, `must be one of ${allowed.join(', ')} (got "${value}")`);
+  }
+  return value as T;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const value = read(env, name);
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value)) throw new ConfigError(name, `must be a whole number (got "${value}")`);
+  const parsed = Number(value);
+  if (parsed < min || parsed > max) throw new ConfigError(name, `must be between ${min} and ${max} (got ${parsed})`);
+  return parsed;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const value = read(env, name);
+  if (value === undefined) return fallback;
+  if (value === 'true' || value === '1') return true;
+  if (value === 'false' || value === '0') return false;
+  throw new ConfigError(name, `must be true or false (got "${value}")`);
+}
+
+const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1024, mb: 1024 * 1024 };
+
+function byteSize(env: Env, name: string, fallback: number): number {
+  const value = read(env, name);
+  if (value === undefined) return fallback;
+  const match = /^(\d+)\s*(b|kb|mb)?$/i.exec(value);
+  if (!match) throw new ConfigError(name, `must be a size such as 1mb, 512kb or 1048576 (got "${value}")`);
+  const bytes = Number(match[1]) * (SIZE_UNITS[(match[2] ?? '').toLowerCase()] ?? 1);
+  if (bytes < 1024 || bytes > 64 * 1024 * 1024) throw new ConfigError(name, 'must be between 1kb and 64mb');
+  return bytes;
+}
+
+function httpUrl(name: string, value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(name, `must be an absolute http(s) URL (got "${value}")`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new ConfigError(name, `must be an http(s) URL (got "${value}")`);
+  }
+  if (url.search || url.hash || (url.pathname !== '/' && url.pathname !== '')) {
+    throw new ConfigError(name, 'must be a bare origin such as https://platform.example.com (no path, query or fragment)');
+  }
+  return url.origin;
+}
+
+function database(env: Env): DatabaseConfig {
+  const value = read(env, 'DATABASE_URL') ?? 'sqlite:./data/platform.sqlite';
+  if (value.startsWith('sqlite:')) {
+    const location = value.slice('sqlite:'.length).replace(/^\/\//, '');
+    if (location === '') throw new ConfigError('DATABASE_URL', 'sqlite: needs a file path or :memory:');
+    return { kind: 'sqlite', flavour: 'mysql', location };
+  }
+  if (value.startsWith('mysql://') || value.startsWith('mariadb://')) {
+    try {
+      const url = new URL(value.replace(/^mariadb:/, 'mysql:'));
+      if (url.pathname.length < 2) throw new Error('no database');
+      return { kind: 'mysql', flavour: value.startsWith('mariadb:') ? 'mariadb' : 'mysql', location: url.toString() };
+    } catch {
+      throw new ConfigError('DATABASE_URL', 'must be mysql://user:password@host:port/database');
+    }
+  }
+  throw new ConfigError('DATABASE_URL', 'must start with sqlite: or mysql:// (the value is not shown, it may hold a password)');
+}
+
+function trustProxy(env: Env): Config['trustProxy'] {
+  const value = read(env, 'TRUST_PROXY');
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  if (/^\d+$/.test(value)) return Number(value);
+  const entries = value.split(',').map((entry) => entry.trim()).filter(Boolean);
+  const named = new Set(['loopback', 'linklocal', 'uniquelocal']);
+  for (const entry of entries) {
+    const address = entry.split('/')[0] ?? '';
+    const isAddress = /^[\d.]+$/.test(address) || /^[\da-f:]+$/i.test(address);
+    if (!named.has(entry) && !isAddress) {
+      throw new ConfigError('TRUST_PROXY', `must be false, true, a hop count, or addresses/subnets (got "${entry}")`);
+    }
+  }
+  return entries;
+}
+
+function redisUrl(env: Env): string | undefined {
+  const value = read(env, 'REDIS_URL');
+  if (value === undefined) return undefined;
+  if (!/^rediss?:\/\//.test(value)) throw new ConfigError('REDIS_URL', 'must start with redis:// or rediss://');
+  return value;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const deployment = oneOf(env, 'PLATFORM_DEPLOYMENT', ['self-hosted', 'cloud'] as const, 'self-hosted');
+  const base = read(env, 'PLATFORM_BASE_URL');
+  const baseUrl = base === undefined ? undefined : httpUrl('PLATFORM_BASE_URL', base);
+  if (deployment === 'cloud' && baseUrl === undefined) {
+    throw new ConfigError('PLATFORM_BASE_URL', 'is required when PLATFORM_DEPLOYMENT=cloud');
+  }
+  return {
+    deployment,
+    baseUrl,
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    host: read(env, 'HOST') ?? '0.0.0.0',
+    database: database(env),
+    redisUrl: redisUrl(env),
+    logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
+    trustProxy: trustProxy(env),
+    jsonBodyLimitBytes: byteSize(env, 'JSON_BODY_LIMIT', 1024 * 1024),
+    discoveryMaxAgeSeconds: 300,
+    oidc: {
+      clockSkewSeconds: integer(env, 'OIDC_CLOCK_SKEW_SECONDS', 30, 0, 300),
+      jwksCooldownMs: integer(env, 'OIDC_JWKS_COOLDOWN_MS', 30_000, 0, 3_600_000),
+      jwksCacheMaxAgeMs: integer(env, 'OIDC_JWKS_MAX_AGE_MS', 600_000, 1_000, 86_400_000),
+      allowHttpLoopbackIssuers: boolean(env, 'OIDC_ALLOW_HTTP_LOOPBACK', false),
+      httpTimeoutMs: integer(env, 'OIDC_HTTP_TIMEOUT_MS', 5_000, 100, 60_000),
+    },
+    bootstrapLocalhost: boolean(env, 'PLATFORM_BOOTSTRAP_LOCALHOST', true),
+  };
+}

@@ -1,0 +1,19 @@
+import {
+  MembershipEntity,
+  OrganisationEntity,
+  OrganisationHostEntity,
+  PersonEntity,
+  PersonIdentityEntity,
+} from '../modules/organisation/entities.js';
+import { ProjectEntity, ProjectMemberEntity } from '../modules/projects/entities.js';
+
+/** Every entity of the service; a module adds its own here. */
+export const ENTITIES = [
+  OrganisationEntity,
+  OrganisationHostEntity,
+  PersonEntity,
+  PersonIdentityEntity,
+  MembershipEntity,
+  ProjectEntity,
+  ProjectMemberEntity,
+];

@@ -1,0 +1,16 @@
+import type { Principal } from '../auth/principal.js';
+import type { OrganisationRecord } from '../modules/organisation/entities.js';
+
+/** What the layers of the request path learn, in order: id at the edge, tenant, principal. */
+export interface RequestContext {
+  requestId: string;
+  /** The organisation the request is for (self-hosted: by host name; Cloud: by token or header). */
+  tenant: OrganisationRecord | undefined;
+  principal: Principal | undefined;
+}
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    context: RequestContext;
+  }
+}

@@ -1,0 +1,110 @@
+import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import type { JSONSchema } from 'json-schema-to-ts';
+
+/**
+ * Schemas are plain JSON Schema 2020-12 objects written `as const`; their TypeScript types are
+ * derived with `FromSchema`, never written twice. A schema given a name with `named()` becomes
+ * a component of the OpenAPI document and is referenced there by `$ref`.
+ */
+export type Schema = Exclude<JSONSchema, boolean>;
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+
+function makeAjv(coerce: boolean): Ajv2020 {
+  const ajv = new Ajv2020({
+    allErrors: false,
+    strict: true,
+    strictRequired: false,
+    coerceTypes: coerce,
+    useDefaults: false,
+    // `description`, `example` and our `x-` keywords are documentation, not validation.
+    keywords: ['example', 'x-platform-extension'],
+  });
+  addFormats(ajv);
+  return ajv;
+}
+
+/** Bodies and answers: types exactly as sent. */
+export const bodyAjv = makeAjv(false);
+/** Query strings and path parameters arrive as text: coerce to the declared type. */
+export const textAjv = makeAjv(true);
+
+const names = new Map<object, string>();
+const byName = new Map<string, Schema>();
+
+/** Give a schema a component name for the OpenAPI document. Returns the same object. */
+export function named<S extends Schema>(name: string, schema: S): S {
+  const existing = byName.get(name);
+  if (existing && existing !== schema) throw new Error(`schema name ${name} is used twice`);
+  names.set(schema, name);
+  byName.set(name, schema);
+  return schema;
+}
+
+export function schemaName(schema: object): string | undefined {
+  return names.get(schema);
+}
+
+export function namedSchemas(): ReadonlyMap<string, Schema> {
+  return byName;
+}
+
+const compiled = new WeakMap<object, ValidateFunction>();
+
+export function compile(schema: Schema, kind: 'body' | 'text'): ValidateFunction {
+  const cached = compiled.get(schema);
+  if (cached && kind === 'body') return cached;
+  const validate = (kind === 'body' ? bodyAjv : textAjv).compile(schema as object);
+  if (kind === 'body') compiled.set(schema, validate);
+  return validate;
+}
+
+/** "body.name is required", "query.limit must be <= 100": the field first, in plain words. */
+export function describeError(where: string, error: ErrorObject | undefined): { field: string; message: string } {
+  if (!error) return { field: where, message: `${where} is invalid` };
+  const path = error.instancePath
+    .split('/')
+    .slice(1)
+    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((part) => (/^\d+$/.test(part) ? `[${part}]` : `.${part}`))
+    .join('');
+  const base = `${where}${path}`;
+  switch (error.keyword) {
+    case 'required': {
+      const field = `${base}.${(error.params as { missingProperty: string }).missingProperty}`;
+      return { field, message: `${field} is required` };
+    }
+    case 'additionalProperties': {
+      const field = `${base}.${(error.params as { additionalProperty: string }).additionalProperty}`;
+      return { field, message: `${field} is not allowed` };
+    }
+    case 'enum': {
+      const allowed = (error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v));
+      return { field: base, message: `${base} must be one of ${allowed.join(', ')}` };
+    }
+    default:
+      return { field: base, message: `${base} ${error.message ?? 'is invalid'}` };
+  }
+}
+
+// Shared pieces -----------------------------------------------------------------------------
+
+export const errorBodySchema = named('Error', {
+  type: 'object',
+  description: 'The error body of every JSON error answer (spec 2.1).',
+  required: ['error'],
+  properties: {
+    error: { type: 'string', description: 'Error code (spec section 7).' },
+    message: { type: 'string', description: 'Plain-words explanation.' },
+    error_description: { type: 'string', description: 'Plain-words explanation (OAuth endpoints).' },
+    field: { type: 'string', description: 'The request field at fault, on `invalid_request` from schema validation.' },
+  },
+  additionalProperties: true,
+} as const);
+
+export const timestampSchema = {
+  type: 'string',
+  format: 'date-time',
+  description: 'RFC 3339 UTC timestamp with milliseconds.',
+} as const;

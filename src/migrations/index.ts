@@ -1,0 +1,9 @@
+import type { MigrationInterface } from 'typeorm';
+import { Foundation1763740000000 as SqliteFoundation } from './sqlite/1763740000000-foundation.js';
+import { Foundation1763740000000 as MysqlFoundation } from './mysql/1763740000000-foundation.js';
+
+type MigrationClass = new () => MigrationInterface;
+
+/** Migrations per dialect, in order. Listed by hand so they load the same in ESM, tests and builds. */
+export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation];
+export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation];

@@ -1,0 +1,43 @@
+import { authorize, defineAbilityFor } from '../../../policies/index.js';
+import { defineRoute, type RouteDefinition } from '../../http/route.js';
+import { editionOf } from './service.js';
+import { platformOrganisationSchema } from './schemas.js';
+
+export function organisationRoutes(): RouteDefinition[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/platform/v1/organisation',
+      operationId: 'getOrganisation',
+      summary: "The caller's organisation and its edition",
+      tag: 'Organisation',
+      tenant: true,
+      auth: ['device', 'person', 'cloud-session'],
+      headers: {
+        'X-Platform-Organisation': {
+          description: "Cloud only, with a person's access token: the organisation id the request is for.",
+          schema: { type: 'string' },
+        },
+      },
+      schemas: {},
+      responses: { 200: { description: 'The organisation.', schema: platformOrganisationSchema } },
+      handler: ({ principal, tenant }) => {
+        const organisation = tenant!;
+        const actor = principal!;
+        const ability = defineAbilityFor({ ...actor, projectRoles: new Map() });
+        authorize(ability, 'read', 'Organisation', organisation);
+        return {
+          status: 200,
+          body: {
+            id: organisation.id,
+            name: organisation.name,
+            kind: organisation.kind,
+            plan: organisation.plan,
+            edition: editionOf(organisation),
+            ...(actor.role ? { role: actor.role } : {}),
+          },
+        };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,24 @@
+import { named } from '../../http/schema.js';
+
+export const platformOrganisationSchema = named('PlatformOrganisation', {
+  type: 'object',
+  description: "The caller's organisation and its edition (spec 2.3; edition rule of section 1).",
+  required: ['id', 'name', 'kind', 'plan', 'edition'],
+  properties: {
+    id: { type: 'string', description: 'Organisation id (`org_…`).' },
+    name: { type: 'string', description: 'Organisation name.' },
+    kind: { type: 'string', enum: ['personal', 'team', 'enterprise'], description: '`personal` is a person\'s own organisation; `team` a Cloud team; `enterprise` a self-hosted organisation.' },
+    plan: { type: 'string', enum: ['free', 'teams', 'enterprise'], description: 'Plan of the organisation.' },
+    edition: {
+      type: 'string',
+      enum: ['enterprise', 'teams', 'free'],
+      description: 'Enterprise organisation: `enterprise`; Cloud team: `teams`; personal Cloud organisation: `free`.',
+    },
+    role: {
+      type: 'string',
+      enum: ['owner', 'admin', 'member'],
+      description: "The calling person's role (absent for a device without an approver).",
+    },
+  },
+  additionalProperties: false,
+} as const);

@@ -1,0 +1,223 @@
+import type { DataSource } from 'typeorm';
+import { ORGANISATION_ROLES, type OrganisationRole } from '../../auth/principal.js';
+import { isUniqueViolation } from '../../db/errors.js';
+import { conflict, invalidRequest, notFound } from '../../http/errors.js';
+import type { Clock } from '../../util/clock.js';
+import { newId } from '../../util/ids.js';
+import type { OrganisationKind, OrganisationPlan, OrganisationRecord, PersonRecord } from './entities.js';
+import { OrganisationStore } from './store.js';
+
+/** Edition by the rule of spec section 1. */
+export type Edition = 'enterprise' | 'teams' | 'free';
+
+export function editionOf(organisation: Pick<OrganisationRecord, 'kind'>): Edition {
+  switch (organisation.kind) {
+    case 'enterprise':
+      return 'enterprise';
+    case 'team':
+      return 'teams';
+    case 'personal':
+      return 'free';
+  }
+}
+
+export interface OidcSettings {
+  issuer: string;
+  clientId: string;
+  apiScope: string;
+  audience: string;
+  roleClaim?: string | undefined;
+}
+
+export interface NewOrganisation {
+  name: string;
+  kind: OrganisationKind;
+  plan?: OrganisationPlan | undefined;
+  hosts?: readonly string[];
+  oidc?: OidcSettings | undefined;
+}
+
+export interface SignedInPerson {
+  person: PersonRecord;
+  role: OrganisationRole;
+}
+
+const HOST_NAME = /^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*$/;
+
+export function normaliseHost(host: string): string {
+  const lower = host.trim().toLowerCase().replace(/\.$/, '');
+  if (!HOST_NAME.test(lower)) throw invalidRequest(`"${host}" is not a host name`);
+  return lower;
+}
+
+function defaultPlan(kind: OrganisationKind): OrganisationPlan {
+  return kind === 'enterprise' ? 'enterprise' : kind === 'team' ? 'teams' : 'free';
+}
+
+/** The role a token's claim names; the highest recognised one when the claim is a list. */
+export function roleFromClaim(value: unknown): OrganisationRole | undefined {
+  const values = Array.isArray(value) ? value : [value];
+  for (const role of ORGANISATION_ROLES) if (values.includes(role)) return role;
+  return undefined;
+}
+
+export class OrganisationService {
+  private readonly store: OrganisationStore;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly clock: Clock,
+  ) {
+    this.store = new OrganisationStore(dataSource);
+  }
+
+  findById(id: string) {
+    return this.store.findById(id);
+  }
+
+  findByHost(host: string) {
+    return this.store.findByHost(host);
+  }
+
+  findByIssuer(issuer: string) {
+    return this.store.findByIssuer(issuer);
+  }
+
+  list() {
+    return this.store.list();
+  }
+
+  hostsOf(organisationId: string) {
+    return this.store.hostsOf(organisationId);
+  }
+
+  count() {
+    return this.store.count();
+  }
+
+  async create(input: NewOrganisation): Promise<OrganisationRecord> {
+    const name = input.name.trim();
+    if (name.length < 1 || name.length > 200) throw invalidRequest('name must be 1 to 200 characters');
+    const hosts = [...new Set((input.hosts ?? []).map(normaliseHost))];
+    const organisation: OrganisationRecord = {
+      id: newId('org'),
+      name,
+      kind: input.kind,
+      plan: input.plan ?? defaultPlan(input.kind),
+      oidcIssuer: input.oidc?.issuer ?? null,
+      oidcClientId: input.oidc?.clientId ?? null,
+      oidcApiScope: input.oidc?.apiScope ?? null,
+      oidcAudience: input.oidc?.audience ?? null,
+      oidcRoleClaim: input.oidc?.roleClaim ?? null,
+      createdAt: this.clock.now(),
+    };
+    try {
+      await this.dataSource.transaction(async (manager) => {
+        const store = this.store.withManager(manager);
+        for (const host of hosts) {
+          if (await store.hostTaken(host)) throw conflict('host_taken', `host name ${host} already serves an organisation`);
+        }
+        await store.insert(organisation, hosts);
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw conflict('conflict', 'a host name or issuer is already in use by another organisation');
+      throw error;
+    }
+    return organisation;
+  }
+
+  async configure(
+    id: string,
+    changes: { name?: string; plan?: OrganisationPlan; oidc?: OidcSettings; addHosts?: string[]; removeHosts?: string[] },
+  ): Promise<OrganisationRecord> {
+    const organisation = await this.store.findById(id);
+    if (!organisation) throw notFound('no such organisation');
+    const update: Partial<OrganisationRecord> = {};
+    if (changes.name !== undefined) update.name = changes.name.trim();
+    if (changes.plan !== undefined) update.plan = changes.plan;
+    if (changes.oidc) {
+      update.oidcIssuer = changes.oidc.issuer;
+      update.oidcClientId = changes.oidc.clientId;
+      update.oidcApiScope = changes.oidc.apiScope;
+      update.oidcAudience = changes.oidc.audience;
+      update.oidcRoleClaim = changes.oidc.roleClaim ?? null;
+    }
+    try {
+      await this.dataSource.transaction(async (manager) => {
+        const store = this.store.withManager(manager);
+        if (Object.keys(update).length) await store.update(id, update);
+        await store.removeHosts(id, (changes.removeHosts ?? []).map(normaliseHost));
+        await store.addHosts(id, (changes.addHosts ?? []).map(normaliseHost));
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw conflict('conflict', 'a host name or issuer is already in use by another organisation');
+      throw error;
+    }
+    return (await this.store.findById(id)) as OrganisationRecord;
+  }
+
+  /**
+   * The person behind a verified person token. Created on first sight (person, identity and a
+   * membership); name and email follow the provider. The role follows the configured claim when
+   * the token carries a recognised value, else stays as stored (`member` for a new person).
+   */
+  async signIn(
+    organisation: OrganisationRecord,
+    identity: { issuer: string; subject: string; name?: string | undefined; email?: string | undefined; role?: OrganisationRole | undefined },
+  ): Promise<SignedInPerson> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.signInOnce(organisation, identity);
+      } catch (error) {
+        // Two first requests of the same person raced; the loser reads what the winner wrote.
+        if (attempt < 2 && isUniqueViolation(error)) continue;
+        throw error;
+      }
+    }
+  }
+
+  private async signInOnce(
+    organisation: OrganisationRecord,
+    identity: { issuer: string; subject: string; name?: string | undefined; email?: string | undefined; role?: OrganisationRole | undefined },
+  ): Promise<SignedInPerson> {
+    const email = identity.email?.toLowerCase();
+    const name = (identity.name ?? email ?? identity.subject).slice(0, 200);
+    const found = await this.store.findIdentity(identity.issuer, identity.subject, organisation.id);
+    if (found && found.membership) {
+      const { person, membership } = found;
+      const changes: Partial<PersonRecord> = {};
+      if (identity.name !== undefined && identity.name.slice(0, 200) !== person.name) changes.name = name;
+      if (email !== undefined && email !== person.email) changes.email = email;
+      if (Object.keys(changes).length) await this.store.updatePerson(person.id, changes);
+      const role = identity.role ?? membership.role;
+      if (role !== membership.role) await this.store.setRole(organisation.id, person.id, role);
+      return { person: { ...person, ...changes }, role };
+    }
+    return this.dataSource.transaction(async (manager) => {
+      const store = this.store.withManager(manager);
+      const now = this.clock.now();
+      let person = found?.person;
+      if (!person) {
+        person = { id: newId('usr'), name, email: email ?? null, createdAt: now };
+        await store.insertPerson(person);
+        await store.insertIdentity({ id: newId('idn'), issuer: identity.issuer, subject: identity.subject, personId: person.id, createdAt: now });
+      }
+      const role = identity.role ?? 'member';
+      await store.insertMembership({ organisationId: organisation.id, personId: person.id, role, createdAt: now });
+      return { person, role };
+    });
+  }
+
+  async setRole(organisationId: string, who: string, role: OrganisationRole): Promise<PersonRecord> {
+    const person = who.includes('@') ? await this.store.findPersonByEmail(who) : await this.store.findPerson(who);
+    if (!person) throw notFound(`no person ${who}`);
+    const membership = await this.store.findMembership(organisationId, person.id);
+    if (membership) await this.store.setRole(organisationId, person.id, role);
+    else await this.store.insertMembership({ organisationId, personId: person.id, role, createdAt: this.clock.now() });
+    return person;
+  }
+
+  async roleOf(organisationId: string, personId: string): Promise<OrganisationRole | undefined> {
+    return (await this.store.findMembership(organisationId, personId))?.role;
+  }
+}

@@ -1,0 +1,124 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import type { OrganisationRole } from '../../auth/principal.js';
+import {
+  MembershipEntity,
+  OrganisationEntity,
+  OrganisationHostEntity,
+  PersonEntity,
+  PersonIdentityEntity,
+  type MembershipRecord,
+  type OrganisationRecord,
+  type PersonRecord,
+} from './entities.js';
+
+/** The only code that queries organisations, host names, people, identities and memberships. */
+export class OrganisationStore {
+  constructor(private readonly db: DataSource | EntityManager) {}
+
+  private get manager(): EntityManager {
+    return 'manager' in this.db ? this.db.manager : this.db;
+  }
+
+  withManager(manager: EntityManager): OrganisationStore {
+    return new OrganisationStore(manager);
+  }
+
+  async findById(id: string): Promise<OrganisationRecord | null> {
+    return this.manager.findOneBy(OrganisationEntity, { id });
+  }
+
+  async findByHost(host: string): Promise<OrganisationRecord | null> {
+    const row = await this.manager.findOneBy(OrganisationHostEntity, { host: host.toLowerCase() });
+    return row ? this.findById(row.organisationId) : null;
+  }
+
+  async findByIssuer(issuer: string): Promise<OrganisationRecord | null> {
+    return this.manager.findOneBy(OrganisationEntity, { oidcIssuer: issuer });
+  }
+
+  async list(): Promise<OrganisationRecord[]> {
+    return this.manager.find(OrganisationEntity, { order: { createdAt: 'ASC', id: 'ASC' } });
+  }
+
+  async count(): Promise<number> {
+    return this.manager.count(OrganisationEntity);
+  }
+
+  async hostsOf(organisationId: string): Promise<string[]> {
+    const rows = await this.manager.find(OrganisationHostEntity, { where: { organisationId }, order: { host: 'ASC' } });
+    return rows.map((row) => row.host);
+  }
+
+  async hostTaken(host: string): Promise<boolean> {
+    return (await this.manager.countBy(OrganisationHostEntity, { host })) > 0;
+  }
+
+  async insert(organisation: OrganisationRecord, hosts: readonly string[]): Promise<void> {
+    await this.manager.insert(OrganisationEntity, organisation);
+    if (hosts.length) {
+      await this.manager.insert(
+        OrganisationHostEntity,
+        hosts.map((host) => ({ host, organisationId: organisation.id })),
+      );
+    }
+  }
+
+  async update(id: string, changes: Partial<Omit<OrganisationRecord, 'id' | 'createdAt'>>): Promise<void> {
+    await this.manager.update(OrganisationEntity, { id }, changes);
+  }
+
+  async addHosts(organisationId: string, hosts: readonly string[]): Promise<void> {
+    if (hosts.length) await this.manager.insert(OrganisationHostEntity, hosts.map((host) => ({ host, organisationId })));
+  }
+
+  async removeHosts(organisationId: string, hosts: readonly string[]): Promise<void> {
+    for (const host of hosts) await this.manager.delete(OrganisationHostEntity, { host, organisationId });
+  }
+
+  /** The person an identity provider names by (`iss`, `sub`), with their role in `organisationId`. */
+  async findIdentity(
+    issuer: string,
+    subject: string,
+    organisationId: string,
+  ): Promise<{ person: PersonRecord; membership: MembershipRecord | null } | null> {
+    const identity = await this.manager.findOneBy(PersonIdentityEntity, { issuer, subject });
+    if (!identity) return null;
+    const [person, membership] = await Promise.all([
+      this.manager.findOneBy(PersonEntity, { id: identity.personId }),
+      this.manager.findOneBy(MembershipEntity, { organisationId, personId: identity.personId }),
+    ]);
+    return person ? { person, membership } : null;
+  }
+
+  async insertPerson(person: PersonRecord): Promise<void> {
+    await this.manager.insert(PersonEntity, person);
+  }
+
+  async updatePerson(id: string, changes: Partial<Pick<PersonRecord, 'name' | 'email'>>): Promise<void> {
+    await this.manager.update(PersonEntity, { id }, changes);
+  }
+
+  async insertIdentity(identity: { id: string; issuer: string; subject: string; personId: string; createdAt: Date }): Promise<void> {
+    await this.manager.insert(PersonIdentityEntity, identity);
+  }
+
+  async findPersonByEmail(email: string): Promise<PersonRecord | null> {
+    return this.manager.findOneBy(PersonEntity, { email: email.toLowerCase() });
+  }
+
+  async findPerson(id: string): Promise<PersonRecord | null> {
+    return this.manager.findOneBy(PersonEntity, { id });
+  }
+
+  async findMembership(organisationId: string, personId: string): Promise<MembershipRecord | null> {
+    return this.manager.findOneBy(MembershipEntity, { organisationId, personId });
+  }
+
+  async insertMembership(membership: MembershipRecord): Promise<void> {
+    await this.manager.insert(MembershipEntity, membership);
+  }
+
+  async setRole(organisationId: string, personId: string, role: OrganisationRole): Promise<void> {
+    await this.manager.update(MembershipEntity, { organisationId, personId }, { role });
+  }
+}

@@ -1,0 +1,122 @@
+import { Writable } from 'node:stream';
+import request, { type Response } from 'supertest';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { buildApp, type Platform } from '../../src/app.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { createDataSource } from '../../src/db/data-source.js';
+import { createLogger } from '../../src/logger.js';
+import { answerSchema } from '../../src/http/route.js';
+import type { NewOrganisation } from '../../src/modules/organisation/service.js';
+import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
+import { ManualClock } from '../../src/util/clock.js';
+import { freshDatabase, type TestDatabase } from './database.js';
+import type { DataSource } from 'typeorm';
+import type { Redis } from 'ioredis';
+
+export interface TestPlatform extends Platform {
+  config: Config;
+  clock: ManualClock;
+  dataSource: DataSource;
+  database: TestDatabase;
+  /** Every log line the app wrote, parsed. */
+  logs: Record<string, unknown>[];
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  env?: Record<string, string>;
+  clock?: ManualClock;
+  redis?: Redis;
+}
+
+/** The real app on a fresh database, with a clock the test moves and its logs captured. */
+export async function startPlatform(options: StartOptions = {}): Promise<TestPlatform> {
+  const database = await freshDatabase();
+  const config = loadConfig({
+    PLATFORM_DEPLOYMENT: 'self-hosted',
+    LOG_LEVEL: 'debug',
+    OIDC_ALLOW_HTTP_LOOPBACK: 'true',
+    OIDC_JWKS_COOLDOWN_MS: '0',
+    ...options.env,
+    DATABASE_URL: database.url,
+  });
+  const dataSource = createDataSource(database.config);
+  await dataSource.initialize();
+  await dataSource.runMigrations();
+  const logs: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) logs.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  const clock = options.clock ?? new ManualClock(Date.now());
+  const platform = buildApp({ config, dataSource, clock, logger: createLogger(config.logLevel, sink), redis: options.redis });
+  return {
+    ...platform,
+    config,
+    clock,
+    dataSource,
+    database,
+    logs,
+    close: async () => {
+      await dataSource.destroy();
+      await database.drop();
+    },
+  };
+}
+
+let organisationCount = 0;
+
+/** An organisation served at `host` (default: a unique `*.test` host name). */
+export async function createOrganisation(platform: TestPlatform, input: Partial<NewOrganisation> = {}): Promise<OrganisationRecord> {
+  organisationCount += 1;
+  return platform.services.organisations.create({
+    name: input.name ?? `Organisation ${organisationCount}`,
+    kind: input.kind ?? 'enterprise',
+    plan: input.plan,
+    hosts: input.hosts ?? [`org${organisationCount}-${Date.now()}.test`],
+    oidc: input.oidc,
+  });
+}
+
+// Answers are checked against the schemas the routes declare ------------------------------
+
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+(addFormatsModule as unknown as (a: Ajv2020) => void)(ajv);
+
+export function expectDeclaredAnswer(platform: Platform, method: string, path: string, res: Response): void {
+  const route = platform.registry.find(method, path);
+  const schema = answerSchema(route, res.status);
+  if (schema === null) {
+    throw new Error(`${method.toUpperCase()} ${path} answered ${res.status}, which its route does not declare`);
+  }
+  if (schema === undefined) return;
+  const validate = ajv.compile(schema as object);
+  if (!validate(res.body)) {
+    throw new Error(
+      `${method.toUpperCase()} ${path} answered ${res.status} with a body that does not match its schema: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(res.body)}`,
+    );
+  }
+}
+
+export interface CallOptions {
+  host?: string;
+  headers?: Record<string, string>;
+  body?: unknown;
+  /** Send this raw text as the body, with the given content type. */
+  raw?: { type: string; data: string | Buffer };
+}
+
+/** One request through the real app; its answer is checked against the declared schema. */
+export async function call(platform: Platform, method: 'get' | 'post' | 'put' | 'patch' | 'delete', path: string, options: CallOptions = {}): Promise<Response> {
+  let test = request(platform.app)[method](path);
+  if (options.host) test = test.set('Host', options.host);
+  for (const [name, value] of Object.entries(options.headers ?? {})) test = test.set(name, value);
+  if (options.raw) test = test.set('Content-Type', options.raw.type).send(options.raw.data);
+  else if (options.body !== undefined) test = test.send(options.body as object);
+  const res = await test;
+  expectDeclaredAnswer(platform, method, path, res);
+  return res;
+}
