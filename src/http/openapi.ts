@@ -20,7 +20,6 @@ const SECURITY_SCHEMES = {
   deviceDpop: {
     type: 'http',
     scheme: 'DPoP',
-    bearerFormat: 'platform_at_',
     description:
       'Key-bound device access token (`Authorization: DPoP platform_at_…`) with a fresh `DPoP` proof header on every request (RFC 9449; ES256 or EdDSA).',
   },
