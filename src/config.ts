@@ -41,6 +41,8 @@ export interface Config {
   };
   /** Create a `localhost` organisation on an empty self-hosted database at start. */
   bootstrapLocalhost: boolean;
+  /** Run pending migrations at start (the Helm chart runs them once, in a hook Job, instead). */
+  migrateOnStart: boolean;
 }
 
 export class ConfigError extends Error {
@@ -185,5 +187,6 @@ export function loadConfig(env: Env = process.env): Config {
       httpTimeoutMs: integer(env, 'OIDC_HTTP_TIMEOUT_MS', 5_000, 100, 60_000),
     },
     bootstrapLocalhost: boolean(env, 'PLATFORM_BOOTSTRAP_LOCALHOST', true),
+    migrateOnStart: boolean(env, 'MIGRATE_ON_START', true),
   };
 }

@@ -21,8 +21,12 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   const dataSource = createDataSource(config.database);
   await dataSource.initialize();
-  const applied = await dataSource.runMigrations({ transaction: 'each' });
-  if (applied.length) logger.info({ migrations: applied.map((m) => m.name) }, 'migrations applied');
+  if (config.migrateOnStart) {
+    const applied = await dataSource.runMigrations({ transaction: 'each' });
+    if (applied.length) logger.info({ migrations: applied.map((m) => m.name) }, 'migrations applied');
+  } else if (await dataSource.showMigrations()) {
+    logger.warn('pending migrations were not applied (MIGRATE_ON_START=false): run `platform migrate`');
+  }
 
   const redis = config.redisUrl ? connectRedis(config.redisUrl) : undefined;
   if (redis) {

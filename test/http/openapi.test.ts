@@ -51,3 +51,30 @@ describe('GET /openapi.json', () => {
     for (const name of referenced) expect(body.components.schemas[name]).toBeDefined();
   });
 });
+
+/** Every property of every schema the document holds, with where it sits. */
+function propertiesOf(node: unknown, where: string, out: { where: string; schema: Record<string, unknown> }[] = []) {
+  if (Array.isArray(node)) node.forEach((item, index) => propertiesOf(item, `${where}[${index}]`, out));
+  else if (node && typeof node === 'object') {
+    const record = node as Record<string, unknown>;
+    if (record.properties && typeof record.properties === 'object' && !Array.isArray(record.properties)) {
+      for (const [name, schema] of Object.entries(record.properties as Record<string, unknown>)) {
+        out.push({ where: `${where}.properties.${name}`, schema: schema as Record<string, unknown> });
+      }
+    }
+    for (const [key, value] of Object.entries(record)) propertiesOf(value, `${where}.${key}`, out);
+  }
+  return out;
+}
+
+describe('schema meta rules', () => {
+  it('gives every property of every schema a description (or a $ref to a described schema)', async () => {
+    const { body } = await call(platform, 'get', '/openapi.json');
+    const properties = propertiesOf(body, '#');
+    expect(properties.length).toBeGreaterThan(10);
+    const undocumented = properties
+      .filter(({ schema }) => typeof schema.description !== 'string' && typeof schema.$ref !== 'string')
+      .map(({ where }) => where);
+    expect(undocumented).toEqual([]);
+  });
+});

@@ -11,14 +11,14 @@ export default async function checkServices() {
     await connection.query('SELECT 1');
     await connection.end();
   } catch (error) {
-    throw new Error(`test:services needs MariaDB at ${mariadb} and could not reach it (${error.code ?? error.message}). Start it: start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd`);
+    throw new Error(`test:services needs MariaDB at ${mariadb} and could not reach it (${error.code ?? error.message}). Start it: start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd`, { cause: error });
   }
   const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 3000, retryStrategy: () => null });
   try {
     await redis.connect();
     await redis.ping();
   } catch (error) {
-    throw new Error(`test:services needs Redis at ${redisUrl} and could not reach it (${error.message}). Start it: redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no`);
+    throw new Error(`test:services needs Redis at ${redisUrl} and could not reach it (${error.message}). Start it: redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no`, { cause: error });
   } finally {
     redis.disconnect();
   }
