@@ -6,6 +6,8 @@ import type { Credential, TokenResolver } from './resolver.js';
 
 const AUTHORIZATION = /^(Bearer|DPoP) +([A-Za-z0-9\-._~+/]+=*)$/i;
 
+const INVALID_TOKEN_CHALLENGE = 'Bearer realm="platform", error="invalid_token"';
+
 /** At most this many characters of Authorization header are looked at. */
 const MAX_AUTHORIZATION_LENGTH = 8192;
 
@@ -27,10 +29,17 @@ export function authentication(resolvers: readonly TokenResolver[], deployment: 
     const accepted = route.auth === 'public' ? [] : resolvers.filter((r) => (route.auth as readonly string[]).includes(r.kind));
     return async (req: Request, _res: Response, next: NextFunction) => {
       try {
-        const credential = parseAuthorization(req.headers.authorization);
-        if (!credential) throw unauthorized();
+        const header = req.headers.authorization;
+        const credential = parseAuthorization(header);
+        // RFC 6750 3.1: a request without credentials gets a bare challenge; one that sent a
+        // token we cannot use is told `invalid_token`, so a client knows to get a new one.
+        if (!credential) {
+          throw header !== undefined && /^(Bearer|DPoP)\b/i.test(header)
+            ? unauthorized('the access token is malformed', INVALID_TOKEN_CHALLENGE)
+            : unauthorized();
+        }
         const resolver = accepted.find((candidate) => candidate.recognises(credential));
-        if (!resolver) throw unauthorized('this kind of token is not accepted here');
+        if (!resolver) throw unauthorized('this kind of token is not accepted here', INVALID_TOKEN_CHALLENGE);
         const { principal, organisation } = await resolver.resolve(credential, req);
         const tenant = req.context.tenant;
         if (deployment === 'self-hosted' && tenant && tenant.id !== organisation.id) {

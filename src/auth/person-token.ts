@@ -54,7 +54,12 @@ export class PersonTokenResolver implements TokenResolver {
         audience: organisation.oidcAudience,
         apiScope: organisation.oidcApiScope,
       });
-      const role = organisation.oidcRoleClaim ? roleFromClaim(claimAt(payload, organisation.oidcRoleClaim)) : undefined;
+      // With a role claim configured the provider is the authority on every request: a claim
+      // that is gone or names no known role means `member`, so a person demoted at the
+      // provider loses the role here too. Without one, the stored role (set by an admin) holds.
+      const role = organisation.oidcRoleClaim
+        ? (roleFromClaim(claimAt(payload, organisation.oidcRoleClaim)) ?? 'member')
+        : undefined;
       const { person, role: effectiveRole } = await this.organisations.signIn(organisation, {
         issuer: organisation.oidcIssuer,
         subject: payload.sub,

@@ -158,8 +158,9 @@ export class OrganisationService {
 
   /**
    * The person behind a verified person token. Created on first sight (person, identity and a
-   * membership); name and email follow the provider. The role follows the configured claim when
-   * the token carries a recognised value, else stays as stored (`member` for a new person).
+   * membership); name and email follow the provider. A given `role` (the organisation's role
+   * claim is configured) replaces the stored one; without it the stored role stays (`member` for
+   * a new person).
    */
   async signIn(
     organisation: OrganisationRecord,
