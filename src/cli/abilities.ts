@@ -1,0 +1,219 @@
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { subject as tagSubject } from '@casl/ability';
+import { defineAbilityFor, type Action, type Actor, type AppAbility } from '../../policies/index.js';
+import type { Subjects } from '../../policies/subjects.js';
+import { ORGANISATION_ROLES, PROJECT_ROLES, type OrganisationRole, type ProjectRole, type TokenKind } from '../auth/principal.js';
+
+/**
+ * `npm run abilities`: who may do what, computed by asking the real CASL rules of policies/
+ * about sample records, so the table cannot drift from the rules. Each cell comes from asking
+ * about records in the caller's organisation (split where the rules split, e.g. projects the
+ * caller belongs to or not) and records of another organisation, which must always be refused.
+ */
+
+// Every action and subject the policy types name. Adding one to policies/subjects.ts fails the
+// build here until it is listed, so the matrix always covers the whole vocabulary.
+export const ACTIONS = ['read', 'create', 'update', 'delete', 'manage-members', 'approve'] as const satisfies readonly Action[];
+export const SUBJECTS = ['Organisation', 'Project', 'ProjectMember'] as const satisfies readonly Exclude<Subjects, 'all'>[];
+const KINDS = ['person', 'cloud-session', 'device', 'run-credential'] as const satisfies readonly TokenKind[];
+type Missing<All, Listed> = [Exclude<All, Listed>] extends [never] ? true : never;
+const everyActionListed: Missing<Action, (typeof ACTIONS)[number]> = true;
+const everySubjectListed: Missing<Exclude<Subjects, 'all'>, (typeof SUBJECTS)[number]> = true;
+const everyKindListed: Missing<TokenKind, (typeof KINDS)[number]> = true;
+void [everyActionListed, everySubjectListed, everyKindListed];
+
+const OWN_ORGANISATION = 'org_own';
+const OTHER_ORGANISATION = 'org_other';
+const CALLER = 'usr_caller';
+const SOMEONE_ELSE = 'usr_someone';
+const THEIR_PROJECT = 'prj_theirs';
+const OTHER_PROJECT = 'prj_other';
+
+export interface MatrixColumn {
+  key: string;
+  label: string;
+  actor: Actor;
+}
+
+export interface MatrixCell {
+  /** Allowed on every sample record of the caller's organisation, on some of them, or on none. */
+  grant: 'all' | 'some' | 'none';
+  /** Labels of the in-organisation samples allowed, when only some are. */
+  only: string[];
+  /** Allowed on a record of another organisation: always a policy bug. */
+  crossesOrganisations: boolean;
+  text: string;
+}
+
+export interface MatrixRow {
+  subject: string;
+  action: Action;
+  cells: Record<string, MatrixCell>;
+}
+
+export interface AbilityMatrix {
+  columns: MatrixColumn[];
+  rows: MatrixRow[];
+  /** Subject and action pairs no column is allowed at all. */
+  grantedToNobody: { subject: string; action: Action }[];
+}
+
+function actor(kind: TokenKind, role: OrganisationRole | undefined, projectRoles: [string, ProjectRole][] = []): Actor {
+  return { kind, organisationId: OWN_ORGANISATION, personId: CALLER, role, projectRoles: new Map(projectRoles) };
+}
+
+/** The callers the matrix asks about, one column each. */
+export function matrixColumns(): MatrixColumn[] {
+  const kindLabels: Record<Exclude<TokenKind, 'run-credential'>, string> = { person: 'person', 'cloud-session': 'cloud session', device: 'device of' };
+  const columns: MatrixColumn[] = [];
+  for (const kind of KINDS) {
+    if (kind === 'run-credential') {
+      // A run credential acts for the run's person, without an organisation role of its own.
+      columns.push({ key: kind, label: 'run credential', actor: actor(kind, undefined) });
+      continue;
+    }
+    for (const role of ORGANISATION_ROLES) columns.push({ key: `${kind}:${role}`, label: `${kindLabels[kind]} ${role}`, actor: actor(kind, role) });
+  }
+  for (const role of PROJECT_ROLES) {
+    columns.push({ key: `project:${role}`, label: `project ${role}`, actor: actor('person', 'member', [[THEIR_PROJECT, role]]) });
+  }
+  return columns;
+}
+
+interface Sample {
+  label: string;
+  foreign: boolean;
+  record: Record<string, string>;
+}
+
+/**
+ * Records to ask about, by subject. The foreign samples reuse the caller's own ids with another
+ * organisation, so a rule that checks an id but forgets the organisation shows up. A subject
+ * whose conditions read a field these samples lack needs its own case here; until then
+ * `computeAbilityMatrix` refuses to run rather than print ✗ for want of a matching record.
+ */
+function samples(subject: string): Sample[] {
+  switch (subject) {
+    case 'Organisation':
+      return [
+        { label: 'own organisation', foreign: false, record: { id: OWN_ORGANISATION } },
+        { label: 'another organisation', foreign: true, record: { id: OTHER_ORGANISATION } },
+      ];
+    case 'Project':
+      return [
+        { label: 'their projects', foreign: false, record: { id: THEIR_PROJECT, organisationId: OWN_ORGANISATION } },
+        { label: 'other projects', foreign: false, record: { id: OTHER_PROJECT, organisationId: OWN_ORGANISATION } },
+        { label: 'their project id elsewhere', foreign: true, record: { id: THEIR_PROJECT, organisationId: OTHER_ORGANISATION } },
+        { label: 'a project elsewhere', foreign: true, record: { id: OTHER_PROJECT, organisationId: OTHER_ORGANISATION } },
+      ];
+    default:
+      // Records that hang off a project and a person (ProjectMember, and subjects to come).
+      return [
+        { label: 'in their projects', foreign: false, record: { organisationId: OWN_ORGANISATION, projectId: THEIR_PROJECT, personId: CALLER } },
+        { label: 'their own', foreign: false, record: { organisationId: OWN_ORGANISATION, projectId: OTHER_PROJECT, personId: CALLER } },
+        { label: "others'", foreign: false, record: { organisationId: OWN_ORGANISATION, projectId: OTHER_PROJECT, personId: SOMEONE_ELSE } },
+        { label: 'elsewhere', foreign: true, record: { organisationId: OTHER_ORGANISATION, projectId: THEIR_PROJECT, personId: CALLER } },
+      ];
+  }
+}
+
+/** Record fields a rule's conditions read (top level, through `$and`/`$or`/`$nor`). */
+function conditionFields(conditions: unknown, into = new Set<string>()): Set<string> {
+  if (Array.isArray(conditions)) {
+    for (const part of conditions) conditionFields(part, into);
+  } else if (conditions && typeof conditions === 'object') {
+    for (const [key, value] of Object.entries(conditions)) {
+      if (key.startsWith('$')) conditionFields(value, into);
+      else into.add(key.split('.')[0]!);
+    }
+  }
+  return into;
+}
+
+function checkSamplesCover(ability: AppAbility): void {
+  for (const rule of ability.rules) {
+    const subjects = [rule.subject ?? []].flat().map(String);
+    for (const subjectName of subjects) {
+      if (subjectName === 'all') continue;
+      const lacking = [...conditionFields(rule.conditions)].filter((field) => samples(subjectName).some((sample) => !(field in sample.record)));
+      if (lacking.length) {
+        throw new Error(`the ability matrix has no sample ${subjectName} records with ${lacking.join(', ')}: add them to samples() in src/cli/abilities.ts`);
+      }
+    }
+  }
+}
+
+function cellFor(ability: AppAbility, subject: string, action: Action): MatrixCell {
+  const asked = samples(subject).map((sample) => ({ ...sample, allowed: ability.can(action, tagSubject(subject, { ...sample.record }) as never) }));
+  const inside = asked.filter((sample) => !sample.foreign);
+  const allowedInside = inside.filter((sample) => sample.allowed);
+  const crossesOrganisations = asked.some((sample) => sample.foreign && sample.allowed);
+  const grant = allowedInside.length === 0 ? 'none' : allowedInside.length === inside.length ? 'all' : 'some';
+  const only = grant === 'some' ? allowedInside.map((sample) => sample.label) : [];
+  let text = grant === 'all' ? '✓' : grant === 'none' ? '✗' : `✓ ${only.join(', ')} only`;
+  if (crossesOrganisations) text += ' ⚠ other organisations too';
+  return { grant, only, crossesOrganisations, text };
+}
+
+/** The matrix for a rule set: the real one unless a test hands in another. */
+export function computeAbilityMatrix(define: (actor: Actor) => AppAbility = defineAbilityFor): AbilityMatrix {
+  const columns = matrixColumns();
+  const abilities = new Map(columns.map((column) => [column.key, define(column.actor)]));
+  for (const ability of abilities.values()) checkSamplesCover(ability);
+  const rows: MatrixRow[] = [];
+  const grantedToNobody: AbilityMatrix['grantedToNobody'] = [];
+  for (const subject of SUBJECTS) {
+    for (const action of ACTIONS) {
+      const cells = Object.fromEntries(columns.map((column) => [column.key, cellFor(abilities.get(column.key)!, subject, action)]));
+      const granted = Object.values(cells).some((cell) => cell.grant !== 'none' || cell.crossesOrganisations);
+      if (granted) rows.push({ subject, action, cells });
+      else grantedToNobody.push({ subject, action });
+    }
+  }
+  return { columns, rows, grantedToNobody };
+}
+
+export function renderAbilityMatrix(matrix: AbilityMatrix): string {
+  const escape = (text: string) => text.replace(/\|/g, '\\|');
+  const lines = [
+    '# Who may do what',
+    '',
+    'Computed by `npm run abilities` from the CASL rules in `policies/`; do not edit by hand.',
+    '',
+    `| Subject | Action | ${matrix.columns.map((column) => escape(column.label)).join(' | ')} |`,
+    `|---|---|${matrix.columns.map(() => '---').join('|')}|`,
+    ...matrix.rows.map((row) => `| ${row.subject} | ${row.action} | ${matrix.columns.map((column) => escape(row.cells[column.key]!.text)).join(' | ')} |`),
+    '',
+    '✓ allowed on every such record of the caller\'s organisation; ✗ never; "✓ … only" on those records only.',
+    matrix.rows.some((row) => Object.values(row.cells).some((cell) => cell.crossesOrganisations))
+      ? '⚠ marks a grant that reaches into another organisation: a bug in the rules.'
+      : 'Nothing of another organisation is allowed to anyone (asked with the same ids in another organisation).',
+    '',
+    'Columns: *person* holds a person token of the organisation\'s identity provider (self-hosted); *cloud session* a',
+    "person's Cloud session; *device of* a device token approved by a person with that organisation role;",
+    "*run credential* a cloud agent run's credential; *project …* an organisation member holding that role in one",
+    'project ("their projects" is that one).',
+  ];
+  const bySubject = new Map<string, string[]>();
+  for (const { subject, action } of matrix.grantedToNobody) bySubject.set(subject, [...(bySubject.get(subject) ?? []), action]);
+  if (bySubject.size) {
+    lines.push('', 'Granted to nobody:');
+    for (const [subject, actions] of bySubject) {
+      lines.push(`- ${subject}: ${actions.length === ACTIONS.length ? 'every action (no rules)' : actions.join(', ')}`);
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function runAsScript(): boolean {
+  const entry = process.argv[1];
+  if (!entry) return false;
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(entry)).href;
+  } catch {
+    return false;
+  }
+}
+
+if (runAsScript()) process.stdout.write(renderAbilityMatrix(computeAbilityMatrix()));

@@ -1,0 +1,10 @@
+import { runCli } from './program.js';
+
+/** Entry of the `platform` command (bin/platform.js, `npm run migrate`). */
+const code = await runCli(process.argv.slice(2), {
+  env: process.env,
+  stdout: (text) => void process.stdout.write(text),
+  stderr: (text) => void process.stderr.write(text),
+});
+// Setting the code rather than calling process.exit lets piped output drain first.
+process.exitCode = code;

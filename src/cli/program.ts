@@ -1,0 +1,238 @@
+import { Command, CommanderError, Option } from 'commander';
+import { ORGANISATION_ROLES, PROJECT_ROLES, type OrganisationRole, type ProjectRole } from '../auth/principal.js';
+import { ConfigError } from '../config.js';
+import { ApiError } from '../http/errors.js';
+import { ORGANISATION_KINDS, ORGANISATION_PLANS, type OrganisationKind, type OrganisationPlan } from '../modules/organisation/entities.js';
+import { CliContext, CliError, EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliDependencies } from './context.js';
+import { registerDiscoverCommand } from './discover.js';
+import { configureOrganisation, createOrganisation, listOrganisations, setOrganisationRole, type OidcFlags, type OrganisationView } from './organisations.js';
+import { createProject, listProjects, setProjectRole, type ProjectView } from './projects.js';
+import { table } from './table.js';
+
+/**
+ * The `platform` admin command line. Each command is a thin shell: parse flags, call a function
+ * of organisations.ts / projects.ts with the services, print. `runCli` is what both the binary
+ * and the tests call.
+ */
+
+const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
+
+function person(p: { id: string; name: string; email: string | null }): string {
+  return p.email && p.email !== p.name ? `${p.name} <${p.email}> (${p.id})` : `${p.name} (${p.id})`;
+}
+
+function describeOrganisation(context: CliContext, view: OrganisationView): void {
+  context.print(`  kind:     ${view.kind} (edition ${view.edition}), plan ${view.plan}`);
+  context.print(`  hosts:    ${view.hosts.length ? view.hosts.join(', ') : '(none)'}`);
+  if (view.oidc) {
+    const { issuer, clientId, apiScope, audience, roleClaim } = view.oidc;
+    context.print(`  sign-in:  issuer ${issuer}`);
+    context.print(`            client id ${clientId}, API scope ${apiScope}, audience ${audience}`);
+    context.print(`            role claim ${roleClaim ?? '(none: roles are set with `platform person set-role`; newcomers are members)'}`);
+  } else {
+    context.print('  sign-in:  not configured; people cannot sign in until --issuer, --client-id, --api-scope and --audience are set');
+  }
+}
+
+function oidcOptions(command: Command): Command {
+  return command
+    .option('--issuer <url>', 'OpenID Connect issuer (https) whose person tokens sign in to this organisation')
+    .option('--client-id <id>', 'client id people request tokens with (published in discovery)')
+    .option('--api-scope <scope>', 'scope people request tokens with (published in discovery)')
+    .option('--audience <aud>', 'the `aud` person tokens must carry')
+    .option('--role-claim <claim>', 'token claim holding the organisation role (owner, admin, member)');
+}
+
+function registerOrganisationCommands(program: Command, context: CliContext): void {
+  const org = program.command('org').description('organisations');
+
+  oidcOptions(
+    org
+      .command('create')
+      .description('create an organisation')
+      .requiredOption('--name <name>', 'display name')
+      .addOption(new Option('--kind <kind>', 'organisation kind (self-hosted: enterprise, the default)').choices(ORGANISATION_KINDS))
+      .addOption(new Option('--plan <plan>', 'plan (default: follows the kind)').choices(ORGANISATION_PLANS))
+      .option('--host <host>', 'host name the organisation is served at (repeatable)', collect),
+  )
+    .option('--json', 'print the organisation as JSON')
+    .action(async (options: { name: string; kind?: OrganisationKind; plan?: OrganisationPlan; host?: string[]; json?: boolean } & OidcFlags) => {
+      const view = await createOrganisation(await context.services(), { ...options, hosts: options.host ?? [] });
+      if (options.json) return context.printJson(view);
+      context.print(`Created organisation ${view.id} "${view.name}".`);
+      describeOrganisation(context, view);
+      if (!view.hosts.length && context.config.deployment === 'self-hosted') {
+        context.warn(`${view.id} is served at no host name yet; add one with \`platform org configure ${view.id} --host <name>\``);
+      }
+    });
+
+  org
+    .command('list')
+    .description('list organisations with their hosts and identity provider')
+    .option('--json', 'print JSON')
+    .action(async (options: { json?: boolean }) => {
+      const views = await listOrganisations(await context.services());
+      if (options.json) return context.printJson(views);
+      if (!views.length) return context.print('No organisations.');
+      const rows = views.map((view) => [view.id, view.name, view.kind, view.plan, view.hosts.join(',') || '-', view.oidc?.issuer ?? '-']);
+      for (const line of table(['ID', 'NAME', 'KIND', 'PLAN', 'HOSTS', 'ISSUER'], rows)) context.print(line);
+    });
+
+  oidcOptions(
+    org
+      .command('configure')
+      .description("change an organisation's name, plan, host names or identity provider")
+      .argument('<id>', 'organisation id (org_…)')
+      .option('--name <name>', 'new display name')
+      .addOption(new Option('--plan <plan>', 'new plan').choices(ORGANISATION_PLANS))
+      .option('--host <host>', 'add a host name (repeatable)', collect)
+      .option('--remove-host <host>', 'remove a host name (repeatable)', collect),
+  )
+    .option('--json', 'print the organisation as JSON')
+    .action(async (id: string, options: { name?: string; plan?: OrganisationPlan; host?: string[]; removeHost?: string[]; json?: boolean } & OidcFlags) => {
+      const view = await configureOrganisation(await context.services(), id, { ...options, addHosts: options.host, removeHosts: options.removeHost });
+      if (options.json) return context.printJson(view);
+      context.print(`Configured organisation ${view.id} "${view.name}".`);
+      describeOrganisation(context, view);
+      if (!view.hosts.length && context.config.deployment === 'self-hosted') {
+        context.warn(`${view.id} is now served at no host name: nobody can reach it on this deployment`);
+      }
+    });
+
+  program
+    .command('person')
+    .description('people')
+    .command('set-role')
+    .description("set a person's role in an organisation")
+    .requiredOption('--org <id>', 'organisation id')
+    .requiredOption('--person <who>', 'email address of a member, or person id (usr_…)')
+    .addOption(new Option('--role <role>', 'organisation role').choices(ORGANISATION_ROLES).makeOptionMandatory())
+    .action(async (options: { org: string; person: string; role: OrganisationRole }) => {
+      const change = await setOrganisationRole(await context.services(), options.org, options.person, options.role);
+      const was = change.previous === undefined ? 'new member' : change.previous === change.role ? 'unchanged' : `was ${change.previous}`;
+      context.print(`${person(change.person)} is ${change.role} of ${change.organisationId} (${was}).`);
+    });
+}
+
+function registerProjectCommands(program: Command, context: CliContext): void {
+  const project = program.command('project').description('projects');
+
+  project
+    .command('create')
+    .description('create a project in an organisation')
+    .requiredOption('--org <id>', 'organisation id')
+    .requiredOption('--name <name>', 'project name')
+    .option('--owner <who>', 'member (email address or usr_ id) who becomes the project owner')
+    .option('--json', 'print the project as JSON')
+    .action(async (options: { org: string; name: string; owner?: string; json?: boolean }) => {
+      const view = await createProject(await context.services(), options.org, { name: options.name, owner: options.owner });
+      if (options.json) return context.printJson(view);
+      const owner = view.members[0];
+      context.print(
+        `Created project ${view.id} "${view.name}" in ${view.organisationId}; ${owner ? `owner ${person({ ...owner, id: owner.personId })}` : 'no members yet (owners and admins of the organisation manage it)'}.`,
+      );
+    });
+
+  project
+    .command('list')
+    .description("list an organisation's projects")
+    .requiredOption('--org <id>', 'organisation id')
+    .option('--json', 'print JSON')
+    .action(async (options: { org: string; json?: boolean }) => {
+      const views: ProjectView[] = await listProjects(await context.services(), options.org);
+      if (options.json) return context.printJson(views);
+      if (!views.length) return context.print('No projects.');
+      const rows = views.map((view) => [
+        view.id,
+        view.name,
+        view.members.filter((member) => member.role === 'owner').map((member) => member.email ?? member.personId).join(',') || '-',
+        String(view.members.length),
+        view.createdAt,
+      ]);
+      for (const line of table(['ID', 'NAME', 'OWNERS', 'MEMBERS', 'CREATED'], rows)) context.print(line);
+    });
+
+  project
+    .command('set-role')
+    .description("add a member of the organisation to a project, or change their project role")
+    .requiredOption('--org <id>', 'organisation id')
+    .requiredOption('--project <id>', 'project id (prj_…)')
+    .requiredOption('--person <who>', 'email address of a member, or person id (usr_…)')
+    .addOption(new Option('--role <role>', 'project role').choices(PROJECT_ROLES).makeOptionMandatory())
+    .action(async (options: { org: string; project: string; person: string; role: ProjectRole }) => {
+      const change = await setProjectRole(await context.services(), options.org, options.project, options.person, options.role);
+      const was = change.previous === undefined ? 'new member' : change.previous === change.role ? 'unchanged' : `was ${change.previous}`;
+      context.print(`${person(change.person)} is ${change.role} of project ${change.projectId} (${was}).`);
+    });
+}
+
+function registerMigrateCommand(program: Command, context: CliContext): void {
+  program
+    .command('migrate')
+    .description('apply pending database migrations and print what ran')
+    .action(async () => {
+      const dataSource = await context.database({ requireMigrated: false });
+      // One transaction per migration: a failure keeps the ones before it applied and recorded.
+      const applied = await dataSource.runMigrations({ transaction: 'each' });
+      if (!applied.length) return context.print(`The ${context.config.database.kind} database is up to date; no migration to apply.`);
+      context.print(`Applied ${applied.length} migration${applied.length === 1 ? '' : 's'} to the ${context.config.database.kind} database:`);
+      for (const migration of applied) context.print(`  ${migration.name}`);
+    });
+}
+
+export function buildProgram(context: CliContext, deps: Pick<CliDependencies, 'stdout' | 'stderr'>): Command {
+  const program = new Command('platform')
+    .description('Administer a Platform API deployment. Settings come from the environment (DATABASE_URL, PLATFORM_DEPLOYMENT, …) as for the service.')
+    // Set before any subcommand is added: subcommands copy these settings when created.
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => deps.stdout(text),
+      writeErr: (text) => deps.stderr(text),
+      outputError: (text, write) => write(`platform: ${text.replace(/^error: /, '')}`),
+    })
+    .showHelpAfterError('(add --help for usage)');
+  registerOrganisationCommands(program, context);
+  registerProjectCommands(program, context);
+  registerMigrateCommand(program, context);
+  registerDiscoverCommand(program, { write: (text) => deps.stdout(text) });
+  return program;
+}
+
+/** Runs one command line; answers the exit code. Expected failures print one line, no stack. */
+export async function runCli(argv: readonly string[], deps: CliDependencies): Promise<number> {
+  const context = new CliContext(deps);
+  const program = buildProgram(context, deps);
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return EXIT_OK;
+  } catch (error) {
+    return report(error, deps);
+  } finally {
+    await context.close().catch(() => undefined);
+  }
+}
+
+function report(error: unknown, deps: CliDependencies): number {
+  if (error instanceof CommanderError) {
+    // Commander has printed its message already. Help and version are successes; a command's
+    // own `command.error()` keeps its code; every other parse failure is a usage error.
+    if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.exitCode === 0) return EXIT_OK;
+    if (error.code === 'commander.error') return error.exitCode;
+    return EXIT_USAGE;
+  }
+  if (error instanceof CliError) {
+    deps.stderr(`platform: ${error.message}\n`);
+    return error.exitCode;
+  }
+  if (error instanceof ConfigError) {
+    deps.stderr(`platform: configuration error: ${error.message}\n`);
+    return EXIT_USAGE;
+  }
+  if (error instanceof ApiError) {
+    deps.stderr(`platform: ${error.message}\n`);
+    return error.status === 400 ? EXIT_USAGE : EXIT_FAILED;
+  }
+  // A bug, not a refusal: the stack is what a report needs.
+  deps.stderr(`platform: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  return EXIT_FAILED;
+}

@@ -1,0 +1,128 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import type { OrganisationRole, ProjectRole } from '../../auth/principal.js';
+import { MembershipEntity, OrganisationEntity, PersonEntity } from '../organisation/entities.js';
+import { ProjectEntity, ProjectMemberEntity, type ProjectMemberRecord, type ProjectRecord } from './entities.js';
+
+/** A project member as shown to people: the membership with the person's name and email. */
+export interface ProjectMemberView {
+  personId: string;
+  name: string;
+  email: string | null;
+  role: ProjectRole;
+}
+
+/** A person who belongs to an organisation, with their organisation role. */
+export interface OrganisationMemberView {
+  id: string;
+  name: string;
+  email: string | null;
+  role: OrganisationRole;
+}
+
+/** The only code that queries projects and project members. */
+export class ProjectStore {
+  constructor(private readonly db: DataSource | EntityManager) {}
+
+  private get manager(): EntityManager {
+    return 'manager' in this.db ? this.db.manager : this.db;
+  }
+
+  withManager(manager: EntityManager): ProjectStore {
+    return new ProjectStore(manager);
+  }
+
+  async organisationExists(organisationId: string): Promise<boolean> {
+    return (await this.manager.countBy(OrganisationEntity, { id: organisationId })) > 0;
+  }
+
+  async insert(project: ProjectRecord): Promise<void> {
+    await this.manager.insert(ProjectEntity, project);
+  }
+
+  /** Scoped by organisation so that a project id from elsewhere reads as absent. */
+  async findInOrganisation(organisationId: string, projectId: string): Promise<ProjectRecord | null> {
+    return this.manager.findOneBy(ProjectEntity, { id: projectId, organisationId });
+  }
+
+  async list(organisationId: string, memberId?: string): Promise<ProjectRecord[]> {
+    const query = this.manager
+      .createQueryBuilder(ProjectEntity, 'project')
+      .where('project.organisationId = :organisationId', { organisationId })
+      .orderBy('project.createdAt', 'ASC')
+      .addOrderBy('project.id', 'ASC');
+    if (memberId !== undefined) {
+      query.innerJoin(ProjectMemberEntity.options.name, 'member', 'member.projectId = project.id AND member.personId = :memberId', { memberId });
+    }
+    return query.getMany();
+  }
+
+  async membersOf(projectIds: readonly string[]): Promise<Map<string, ProjectMemberView[]>> {
+    const byProject = new Map<string, ProjectMemberView[]>(projectIds.map((id) => [id, []]));
+    if (projectIds.length === 0) return byProject;
+    const rows = await this.manager
+      .createQueryBuilder(ProjectMemberEntity, 'member')
+      .innerJoin(PersonEntity.options.name, 'person', 'person.id = member.personId')
+      .select(['member.projectId AS projectId', 'member.personId AS personId', 'member.role AS role'])
+      .addSelect(['person.name AS name', 'person.email AS email'])
+      .where('member.projectId IN (:...projectIds)', { projectIds })
+      .orderBy('member.createdAt', 'ASC')
+      .addOrderBy('member.personId', 'ASC')
+      .getRawMany<{ projectId: string; personId: string; role: ProjectRole; name: string; email: string | null }>();
+    for (const { projectId, ...member } of rows) byProject.get(projectId)?.push(member);
+    return byProject;
+  }
+
+  async findMember(projectId: string, personId: string): Promise<ProjectMemberRecord | null> {
+    return this.manager.findOneBy(ProjectMemberEntity, { projectId, personId });
+  }
+
+  /**
+   * The project's owners. With `lock`, the rows stay locked until the transaction ends, so two
+   * concurrent demotions cannot each see the other's owner and leave the project with none.
+   * SQLite needs no lock: better-sqlite3 runs one transaction at a time.
+   */
+  async ownersOf(projectId: string, lock = false): Promise<string[]> {
+    const query = this.manager
+      .createQueryBuilder(ProjectMemberEntity, 'member')
+      .where('member.projectId = :projectId AND member.role = :role', { projectId, role: 'owner' });
+    if (lock && this.manager.connection.options.type !== 'better-sqlite3') query.setLock('pessimistic_write');
+    return (await query.getMany()).map((member) => member.personId);
+  }
+
+  async insertMember(member: ProjectMemberRecord): Promise<void> {
+    await this.manager.insert(ProjectMemberEntity, member);
+  }
+
+  async setMemberRole(projectId: string, personId: string, role: ProjectRole): Promise<void> {
+    await this.manager.update(ProjectMemberEntity, { projectId, personId }, { role });
+  }
+
+  async deleteMember(projectId: string, personId: string): Promise<void> {
+    await this.manager.delete(ProjectMemberEntity, { projectId, personId });
+  }
+
+  /** The caller's role in each project of the organisation, for building their ability. */
+  async rolesOf(organisationId: string, personId: string): Promise<Map<string, ProjectRole>> {
+    const rows = await this.manager
+      .createQueryBuilder(ProjectMemberEntity, 'member')
+      .innerJoin(ProjectEntity.options.name, 'project', 'project.id = member.projectId')
+      .where('member.personId = :personId AND project.organisationId = :organisationId', { personId, organisationId })
+      .getMany();
+    return new Map(rows.map((row) => [row.projectId, row.role]));
+  }
+
+  /**
+   * Members of the organisation matching an email address or a person id. Only members are
+   * searched: an email address is not unique across organisations, and any organisation's
+   * identity provider may assert any address.
+   */
+  async findOrganisationMembers(organisationId: string, who: { email: string } | { personId: string }): Promise<OrganisationMemberView[]> {
+    const query = this.manager
+      .createQueryBuilder(PersonEntity, 'person')
+      .innerJoin(MembershipEntity.options.name, 'membership', 'membership.personId = person.id AND membership.organisationId = :organisationId', { organisationId })
+      .select(['person.id AS id', 'person.name AS name', 'person.email AS email', 'membership.role AS role']);
+    if ('email' in who) query.where('person.email = :email', { email: who.email.toLowerCase() });
+    else query.where('person.id = :personId', { personId: who.personId });
+    return query.orderBy('person.id', 'ASC').getRawMany<OrganisationMemberView>();
+  }
+}

@@ -1,0 +1,172 @@
+import { describe, expect, it } from '@jest/globals';
+import { AbilityBuilder, createMongoAbility, subject } from '@casl/ability';
+import { defineAbilityFor, type Action, type Actor, type AppAbility } from '../../policies/index.js';
+import type { OrganisationRole, ProjectRole, TokenKind } from '../../src/auth/principal.js';
+import { ACTIONS, computeAbilityMatrix, renderAbilityMatrix, SUBJECTS } from '../../src/cli/abilities.js';
+
+const ORG = 'org_a';
+const OTHER_ORG = 'org_b';
+
+function actor(kind: TokenKind, role: OrganisationRole | undefined, projectRoles: Record<string, ProjectRole> = {}): Actor {
+  return { kind, organisationId: ORG, personId: 'usr_1', role, projectRoles: new Map(Object.entries(projectRoles)) };
+}
+
+function can(who: Actor, action: Action, type: 'Organisation' | 'Project', record: Record<string, string>): boolean {
+  return defineAbilityFor(who).can(action, subject(type, { ...record }) as never);
+}
+
+const ownOrganisation = { id: ORG };
+const otherOrganisation = { id: OTHER_ORG };
+const project = (id: string, organisationId = ORG) => ({ id, organisationId });
+
+describe('policies: organisation', () => {
+  it('lets owners and admins update their organisation and manage its members, not members', () => {
+    for (const role of ['owner', 'admin'] as const) {
+      expect(can(actor('person', role), 'update', 'Organisation', ownOrganisation)).toBe(true);
+      expect(can(actor('person', role), 'manage-members', 'Organisation', ownOrganisation)).toBe(true);
+    }
+    expect(can(actor('person', 'member'), 'update', 'Organisation', ownOrganisation)).toBe(false);
+    expect(can(actor('person', 'member'), 'manage-members', 'Organisation', ownOrganisation)).toBe(false);
+  });
+
+  it('lets every caller of the organisation read it', () => {
+    for (const kind of ['person', 'device', 'cloud-session'] as const) {
+      expect(can(actor(kind, 'member'), 'read', 'Organisation', ownOrganisation)).toBe(true);
+    }
+  });
+
+  it('shows nothing of another organisation, whatever the role', () => {
+    for (const role of ['owner', 'admin', 'member'] as const) {
+      for (const action of ACTIONS) expect(can(actor('person', role), action, 'Organisation', otherOrganisation)).toBe(false);
+    }
+  });
+
+  it('never lets a device change the organisation, even one approved by an owner', () => {
+    expect(can(actor('device', 'owner'), 'update', 'Organisation', ownOrganisation)).toBe(false);
+    expect(can(actor('device', 'owner'), 'manage-members', 'Organisation', ownOrganisation)).toBe(false);
+  });
+});
+
+describe('policies: project', () => {
+  it('gives organisation owners and admins every project of their organisation', () => {
+    for (const role of ['owner', 'admin'] as const) {
+      for (const action of ['read', 'update', 'delete', 'manage-members'] as const) {
+        expect(can(actor('person', role), action, 'Project', project('prj_any'))).toBe(true);
+      }
+    }
+  });
+
+  it('lets a member create a project in their organisation but read none they do not belong to', () => {
+    const member = actor('person', 'member');
+    expect(can(member, 'create', 'Project', project('prj_new'))).toBe(true);
+    expect(can(member, 'create', 'Project', project('prj_new', OTHER_ORG))).toBe(false);
+    expect(can(member, 'read', 'Project', project('prj_any'))).toBe(false);
+  });
+
+  it('lets a project viewer and contributor read their project but not change it', () => {
+    for (const role of ['viewer', 'contributor'] as const) {
+      const who = actor('person', 'member', { prj_mine: role });
+      expect(can(who, 'read', 'Project', project('prj_mine'))).toBe(true);
+      for (const action of ['update', 'delete', 'manage-members'] as const) {
+        expect(can(who, action, 'Project', project('prj_mine'))).toBe(false);
+      }
+      expect(can(who, 'read', 'Project', project('prj_other'))).toBe(false);
+    }
+  });
+
+  it('lets a project owner manage their project and no other', () => {
+    const owner = actor('person', 'member', { prj_mine: 'owner' });
+    for (const action of ['read', 'update', 'delete', 'manage-members'] as const) {
+      expect(can(owner, action, 'Project', project('prj_mine'))).toBe(true);
+      expect(can(owner, action, 'Project', project('prj_other'))).toBe(false);
+    }
+  });
+
+  it('lets a device read the projects of its person, and only read them', () => {
+    const device = actor('device', 'member', { prj_mine: 'owner' });
+    expect(can(device, 'read', 'Project', project('prj_mine'))).toBe(true);
+    expect(can(device, 'update', 'Project', project('prj_mine'))).toBe(false);
+    expect(can(device, 'read', 'Project', project('prj_other'))).toBe(false);
+  });
+
+  it("refuses a project of another organisation even when its id is one the caller holds a role in", () => {
+    const owner = actor('person', 'member', { prj_mine: 'owner' });
+    expect(can(owner, 'read', 'Project', project('prj_mine', OTHER_ORG))).toBe(false);
+    expect(can(actor('person', 'owner'), 'read', 'Project', project('prj_any', OTHER_ORG))).toBe(false);
+  });
+});
+
+describe('ability matrix', () => {
+  const matrix = computeAbilityMatrix();
+  const cell = (subjectName: string, action: Action, column: string) => {
+    const row = matrix.rows.find((candidate) => candidate.subject === subjectName && candidate.action === action);
+    if (!row) throw new Error(`no row for ${subjectName} ${action}`);
+    return row.cells[column]!;
+  };
+
+  it('has a column for each organisation role of each token kind and each project role', () => {
+    const keys = matrix.columns.map((column) => column.key);
+    for (const role of ['owner', 'admin', 'member']) {
+      expect(keys).toEqual(expect.arrayContaining([`person:${role}`, `device:${role}`, `cloud-session:${role}`]));
+    }
+    expect(keys).toEqual(expect.arrayContaining(['run-credential', 'project:owner', 'project:contributor', 'project:viewer']));
+  });
+
+  it('reads the key rules off the real policies', () => {
+    expect(cell('Organisation', 'update', 'person:member').text).toBe('✗');
+    expect(cell('Organisation', 'update', 'person:admin').text).toBe('✓');
+    expect(cell('Project', 'read', 'project:viewer')).toMatchObject({ grant: 'some', only: ['their projects'] });
+    expect(cell('Project', 'update', 'project:viewer').grant).toBe('none');
+    expect(cell('Project', 'update', 'project:owner')).toMatchObject({ grant: 'some', only: ['their projects'] });
+    expect(cell('Project', 'delete', 'person:owner').grant).toBe('all');
+    expect(cell('Project', 'read', 'person:member').grant).toBe('none');
+  });
+
+  it('finds no grant that reaches into another organisation', () => {
+    const leaks = matrix.rows.flatMap((row) =>
+      Object.entries(row.cells)
+        .filter(([, value]) => value.crossesOrganisations)
+        .map(([column]) => `${row.subject} ${row.action} ${column}`),
+    );
+    expect(leaks).toEqual([]);
+  });
+
+  it('accounts for every subject and action exactly once: as a row or as granted to nobody', () => {
+    const seen = [...matrix.rows, ...matrix.grantedToNobody].map(({ subject: s, action }) => `${s} ${action}`);
+    expect(seen).toHaveLength(SUBJECTS.length * ACTIONS.length);
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(matrix.grantedToNobody).toEqual(expect.arrayContaining([{ subject: 'Organisation', action: 'delete' }]));
+  });
+
+  it('flags a rule that forgets the organisation', () => {
+    const leaky = (who: Actor): AppAbility => {
+      const builder = new AbilityBuilder<AppAbility>(createMongoAbility);
+      if (who.role === 'member') builder.can('read', 'Project');
+      return builder.build();
+    };
+    const leakyMatrix = computeAbilityMatrix(leaky);
+    const read = leakyMatrix.rows.find((row) => row.subject === 'Project' && row.action === 'read')!;
+    expect(read.cells['person:member']).toMatchObject({ grant: 'all', crossesOrganisations: true });
+    expect(read.cells['person:member']!.text).toContain('⚠');
+    expect(renderAbilityMatrix(leakyMatrix)).toContain('a bug in the rules');
+  });
+
+  it('refuses to guess when a rule reads a field its sample records lack', () => {
+    const unknownField = (): AppAbility => {
+      const builder = new AbilityBuilder<AppAbility>(createMongoAbility);
+      builder.can('read', 'Project', { $or: [{ organisationId: ORG }, { teamId: 'team_1' }] } as never);
+      return builder.build();
+    };
+    expect(() => computeAbilityMatrix(unknownField)).toThrow('no sample Project records with teamId');
+  });
+
+  it('renders a Markdown table with one line per granted pair', () => {
+    const markdown = renderAbilityMatrix(matrix);
+    const tableLines = markdown.split('\n').filter((line) => line.startsWith('| '));
+    expect(tableLines[0]).toContain('| Subject | Action | person owner |');
+    expect(tableLines).toHaveLength(matrix.rows.length + 1);
+    expect(markdown).toContain('| Organisation | update | ✓ | ✓ | ✗ |');
+    expect(markdown).toContain('- ProjectMember: every action (no rules)');
+    expect(markdown).toContain('Nothing of another organisation is allowed to anyone');
+  });
+});
