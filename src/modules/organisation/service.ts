@@ -209,9 +209,11 @@ export class OrganisationService {
     });
   }
 
-  async setRole(organisationId: string, who: string, role: OrganisationRole): Promise<PersonRecord> {
-    const person = who.includes('@') ? await this.store.findPersonByEmail(who) : await this.store.findPerson(who);
-    if (!person) throw notFound(`no person ${who}`);
+  /** Sets a person's role by person id (`usr_…`). Email addresses are not unique across
+   * organisations (each identity provider vouches for its own), so callers resolve them first. */
+  async setRole(organisationId: string, personId: string, role: OrganisationRole): Promise<PersonRecord> {
+    const person = await this.store.findPerson(personId);
+    if (!person) throw notFound(`no person ${personId}`);
     const membership = await this.store.findMembership(organisationId, person.id);
     if (membership) await this.store.setRole(organisationId, person.id, role);
     else await this.store.insertMembership({ organisationId, personId: person.id, role, createdAt: this.clock.now() });

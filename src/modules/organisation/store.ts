@@ -102,10 +102,6 @@ export class OrganisationStore {
     await this.manager.insert(PersonIdentityEntity, identity);
   }
 
-  async findPersonByEmail(email: string): Promise<PersonRecord | null> {
-    return this.manager.findOneBy(PersonEntity, { email: email.toLowerCase() });
-  }
-
   async findPerson(id: string): Promise<PersonRecord | null> {
     return this.manager.findOneBy(PersonEntity, { id });
   }
