@@ -6,6 +6,12 @@ import type { DataSource } from 'typeorm';
 import { OrganisationOidcVerifier } from '../adapters/identity/organisation-oidc.js';
 import { authentication } from './auth/middleware.js';
 import { PersonTokenResolver } from './auth/person-token.js';
+import { DeviceTokenResolver } from './auth/device-token.js';
+import { DpopVerifier, randomNonceSecret } from './auth/dpop.js';
+import { MemoryReplayCache } from '../adapters/state/memory-replay-cache.js';
+import { RedisReplayCache } from '../adapters/state/redis-replay-cache.js';
+import { DeviceStore } from './modules/devices/store.js';
+import { DeviceTokenService } from './modules/devices/tokens.js';
 import type { TokenResolver } from './auth/resolver.js';
 import type { Config } from './config.js';
 import { errorHandler, notFoundHandler, requestId, requestLogger } from './http/edge.js';
@@ -30,7 +36,12 @@ export interface Platform {
   app: Express;
   registry: RouteRegistry;
   openapi: ReturnType<typeof buildOpenApi>;
-  services: { organisations: OrganisationService; verifier: OrganisationOidcVerifier };
+  services: {
+    organisations: OrganisationService;
+    verifier: OrganisationOidcVerifier;
+    dpop: DpopVerifier;
+    deviceTokens: DeviceTokenService;
+  };
 }
 
 /** The composition root: every part of the service is made and wired here, and only here. */
@@ -39,7 +50,13 @@ export function buildApp(deps: AppDependencies): Platform {
 
   const organisations = new OrganisationService(dataSource, clock);
   const verifier = new OrganisationOidcVerifier({ clock, ...config.oidc });
-  const resolvers: TokenResolver[] = [];
+  const replay = deps.redis ? new RedisReplayCache(deps.redis, clock) : new MemoryReplayCache(clock);
+  const dpop = new DpopVerifier({ clock, replay, ...config.dpop, nonceSecret: config.dpop.nonceSecret ?? randomNonceSecret() });
+  const deviceTokens = new DeviceTokenService(dataSource, clock, config.devices);
+  const deviceStore = new DeviceStore(dataSource);
+  const resolvers: TokenResolver[] = [
+    new DeviceTokenResolver(deviceTokens, dpop, organisations, clock, (id, at) => deviceStore.touch(id, at)),
+  ];
   if (config.deployment === 'self-hosted') resolvers.push(new PersonTokenResolver(verifier, organisations));
 
   const probes: ReadinessProbe[] = [databaseProbe(dataSource)];
@@ -94,5 +111,5 @@ export function buildApp(deps: AppDependencies): Platform {
   app.use(notFoundHandler());
   app.use(errorHandler(logger));
 
-  return { app, registry, openapi, services: { organisations, verifier } };
+  return { app, registry, openapi, services: { organisations, verifier, dpop, deviceTokens } };
 }

@@ -43,6 +43,23 @@ export interface Config {
   bootstrapLocalhost: boolean;
   /** Run pending migrations at start (the Helm chart runs them once, in a hook Job, instead). */
   migrateOnStart: boolean;
+  devices: {
+    accessTokenTtlSeconds: number;
+    refreshTokenTtlSeconds: number;
+    /** A concurrent refresh of the same token by the same device and key within this many
+     * seconds gets the same new pair instead of ending every token of the device. */
+    refreshGraceSeconds: number;
+    deviceCodeTtlSeconds: number;
+    pollIntervalSeconds: number;
+  };
+  dpop: {
+    windowSeconds: number;
+    futureSkewSeconds: number;
+    requireNonce: boolean;
+    /** Shared by every replica; random per process when unset (one replica only). */
+    nonceSecret: Buffer | undefined;
+    nonceLifetimeSeconds: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -161,6 +178,14 @@ function redisUrl(env: Env): string | undefined {
   return value;
 }
 
+function nonceSecret(env: Env): Buffer | undefined {
+  const value = read(env, 'DPOP_NONCE_SECRET');
+  if (value === undefined) return undefined;
+  const bytes = Buffer.from(value, 'base64url');
+  if (bytes.length < 32) throw new ConfigError('DPOP_NONCE_SECRET', 'must be at least 32 random bytes, base64url (openssl rand -base64 32)');
+  return bytes;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const deployment = oneOf(env, 'PLATFORM_DEPLOYMENT', ['self-hosted', 'cloud'] as const, 'self-hosted');
   const base = read(env, 'PLATFORM_BASE_URL');
@@ -188,5 +213,19 @@ export function loadConfig(env: Env = process.env): Config {
     },
     bootstrapLocalhost: boolean(env, 'PLATFORM_BOOTSTRAP_LOCALHOST', true),
     migrateOnStart: boolean(env, 'MIGRATE_ON_START', true),
+    devices: {
+      accessTokenTtlSeconds: integer(env, 'DEVICE_ACCESS_TOKEN_TTL_SECONDS', 3600, 60, 86_400),
+      refreshTokenTtlSeconds: integer(env, 'DEVICE_REFRESH_TOKEN_TTL_SECONDS', 30 * 86_400, 3600, 365 * 86_400),
+      refreshGraceSeconds: integer(env, 'DEVICE_REFRESH_GRACE_SECONDS', 10, 0, 120),
+      deviceCodeTtlSeconds: integer(env, 'DEVICE_CODE_TTL_SECONDS', 600, 60, 3600),
+      pollIntervalSeconds: integer(env, 'DEVICE_POLL_INTERVAL_SECONDS', 5, 1, 60),
+    },
+    dpop: {
+      windowSeconds: integer(env, 'DPOP_PROOF_WINDOW_SECONDS', 60, 5, 600),
+      futureSkewSeconds: integer(env, 'DPOP_FUTURE_SKEW_SECONDS', 5, 0, 60),
+      requireNonce: boolean(env, 'DPOP_REQUIRE_NONCE', false),
+      nonceSecret: nonceSecret(env),
+      nonceLifetimeSeconds: integer(env, 'DPOP_NONCE_LIFETIME_SECONDS', 300, 30, 3600),
+    },
   };
 }

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Deployment } from '../config.js';
-import { unauthorized } from '../http/errors.js';
+import { ApiError, unauthorized } from '../http/errors.js';
 import type { RouteDefinition } from '../http/route.js';
 import type { Credential, TokenResolver } from './resolver.js';
 
@@ -44,6 +44,12 @@ export function authentication(resolvers: readonly TokenResolver[], deployment: 
         const tenant = req.context.tenant;
         if (deployment === 'self-hosted' && tenant && tenant.id !== organisation.id) {
           throw unauthorized('the token belongs to another organisation');
+        }
+        if (principal.kind === 'device' && route.deviceScope && !principal.scopes.includes(route.deviceScope)) {
+          // RFC 6750 3.1: the token is fine, it just does not reach this far.
+          throw new ApiError(403, 'insufficient_scope', `this operation needs the ${route.deviceScope} scope`, {
+            headers: { 'WWW-Authenticate': `Bearer realm="platform", error="insufficient_scope", scope="${route.deviceScope}"` },
+          });
         }
         req.context.principal = principal;
         req.context.tenant = organisation;

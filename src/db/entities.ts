@@ -6,6 +6,7 @@ import {
   PersonIdentityEntity,
 } from '../modules/organisation/entities.js';
 import { ProjectEntity, ProjectMemberEntity } from '../modules/projects/entities.js';
+import { DeviceAuthorizationEntity, DeviceEntity, DeviceTokenEntity, JoinKeyEntity } from '../modules/devices/entities.js';
 
 /** Every entity of the service; a module adds its own here. */
 export const ENTITIES = [
@@ -16,4 +17,8 @@ export const ENTITIES = [
   MembershipEntity,
   ProjectEntity,
   ProjectMemberEntity,
+  DeviceEntity,
+  DeviceTokenEntity,
+  DeviceAuthorizationEntity,
+  JoinKeyEntity,
 ];

@@ -73,6 +73,8 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
   tenant: boolean;
   /** Token kinds accepted, or 'public'. */
   auth: readonly TokenKind[] | 'public';
+  /** The scope a device token must carry to call this route (spec 5; see devices/scopes.ts). */
+  deviceScope?: string;
   /** Media types accepted for a body; JSON unless stated. */
   mediaTypes?: readonly string[];
   headers?: Record<string, HeaderSpec>;

@@ -1,0 +1,94 @@
+import type { Request } from 'express';
+import { ApiError, unauthorized } from '../http/errors.js';
+import type { OrganisationService } from '../modules/organisation/service.js';
+import { ACCESS_TOKEN_PREFIX, type DeviceTokenService } from '../modules/devices/tokens.js';
+import type { Clock } from '../util/clock.js';
+import { DPOP_ADVERTISED_ALGS, DpopError, requestHtu, type DpopVerifier } from './dpop.js';
+import type { Credential, Resolved, TokenResolver } from './resolver.js';
+
+/** 401 for a proof that fails (RFC 9449 7.1): the DPoP challenge names the error and the algs. */
+export function dpopRefusal(error: DpopError): ApiError {
+  const headers: Record<string, string> = {
+    'WWW-Authenticate': `DPoP error="${error.code}", error_description="${error.message}", algs="${DPOP_ADVERTISED_ALGS}"`,
+  };
+  if (error.nonce) headers['DPoP-Nonce'] = error.nonce;
+  return new ApiError(401, error.code, error.message, { headers });
+}
+
+const LAST_SEEN_EVERY_MS = 60_000;
+
+/**
+ * Device access tokens: `Bearer platform_at_…`, or `DPoP platform_at_…` with a fresh proof when
+ * the device bound its tokens to a key. A bound token is never accepted as a Bearer token, and a
+ * DPoP-scheme request with an unbound token is refused too: the scheme must say what the token is.
+ */
+export class DeviceTokenResolver implements TokenResolver {
+  readonly kind = 'device' as const;
+  private readonly lastSeen = new Map<string, number>();
+
+  constructor(
+    private readonly tokens: DeviceTokenService,
+    private readonly dpop: DpopVerifier,
+    private readonly organisations: OrganisationService,
+    private readonly clock: Clock,
+    private readonly touch: (deviceId: string, at: Date) => Promise<void>,
+  ) {}
+
+  recognises(credential: Credential): boolean {
+    return credential.token.startsWith(ACCESS_TOKEN_PREFIX);
+  }
+
+  async resolve(credential: Credential, req: Request): Promise<Resolved> {
+    const challenge =
+      credential.scheme === 'dpop'
+        ? `DPoP error="invalid_token", algs="${DPOP_ADVERTISED_ALGS}"`
+        : 'Bearer realm="platform", error="invalid_token"';
+    const found = await this.tokens.resolveAccessToken(credential.token);
+    if (!found) throw unauthorized('the access token is not valid', challenge);
+    const { device } = found;
+    if (device.dpopJkt) {
+      if (credential.scheme !== 'dpop') {
+        throw dpopRefusal(new DpopError('invalid_dpop_proof', 'this token is bound to a key: send it with the DPoP scheme and a proof'));
+      }
+      const proof = req.headers.dpop;
+      try {
+        await this.dpop.verify(typeof proof === 'string' ? proof : undefined, {
+          method: req.method,
+          url: requestHtu(req),
+          accessToken: credential.token,
+          boundJkt: device.dpopJkt,
+        });
+      } catch (error) {
+        if (error instanceof DpopError) throw dpopRefusal(error);
+        throw error;
+      }
+    } else if (credential.scheme === 'dpop') {
+      throw unauthorized('this token is not bound to a key: send it with the Bearer scheme', challenge);
+    }
+    const tenant = req.context.tenant;
+    const organisation = tenant?.id === device.organisationId ? tenant : await this.organisations.findById(device.organisationId);
+    if (!organisation) throw unauthorized('the access token is not valid', challenge);
+    this.noteSeen(device.id);
+    return {
+      organisation,
+      principal: {
+        kind: 'device',
+        organisationId: device.organisationId,
+        personId: device.personId,
+        role: undefined,
+        deviceId: device.id,
+        scopes: device.scope.split(' '),
+      },
+    };
+  }
+
+  /** `last seen` is written at most once a minute per device, off the request's path. */
+  private noteSeen(deviceId: string): void {
+    const now = this.clock.now();
+    const previous = this.lastSeen.get(deviceId);
+    if (previous !== undefined && now.getTime() - previous < LAST_SEEN_EVERY_MS) return;
+    this.lastSeen.set(deviceId, now.getTime());
+    if (this.lastSeen.size > 100_000) this.lastSeen.clear();
+    this.touch(deviceId, now).catch(() => undefined);
+  }
+}

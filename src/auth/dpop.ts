@@ -1,0 +1,190 @@
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import type { Request } from 'express';
+import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify, type JWK, type JWTPayload } from 'jose';
+import type { ReplayCache } from '../state/replay-cache.js';
+import type { Clock } from '../util/clock.js';
+import { safeEqual } from '../util/secrets.js';
+
+/**
+ * DPoP proofs (RFC 9449). One verifier for every device request, the token endpoints included.
+ * Each rule is one named step below so a reviewer can match it to the RFC's section 4.3 list.
+ */
+
+/** Algorithms accepted for proofs: ES256 and EdDSA (Ed25519). `Ed25519` is the fully-specified
+ * name (RFC 9864) that current client libraries sign with; it is the same key type. */
+export const DPOP_ALGORITHMS = ['ES256', 'EdDSA', 'Ed25519'] as const;
+export const DPOP_ADVERTISED_ALGS = 'ES256 EdDSA';
+
+const MAX_PROOF_LENGTH = 4096;
+const MAX_JTI_LENGTH = 128;
+const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k', 'oth'];
+
+export type DpopErrorCode = 'invalid_dpop_proof' | 'use_dpop_nonce';
+
+export class DpopError extends Error {
+  constructor(
+    readonly code: DpopErrorCode,
+    message: string,
+    /** A fresh nonce to send back as `DPoP-Nonce` (with `use_dpop_nonce`, or a stale nonce). */
+    readonly nonce?: string,
+  ) {
+    super(message);
+    this.name = 'DpopError';
+  }
+}
+
+export interface DpopOptions {
+  clock: Clock;
+  replay: ReplayCache;
+  /** Oldest acceptable `iat`, in seconds before now. */
+  windowSeconds: number;
+  /** How far in the future `iat` may be (client clocks run fast). */
+  futureSkewSeconds: number;
+  /** Require a server nonce (`DPoP-Nonce`) in every proof. */
+  requireNonce: boolean;
+  /** Key of the stateless nonces; shared by every replica. */
+  nonceSecret: Buffer;
+  nonceLifetimeSeconds: number;
+}
+
+export interface ProofExpectations {
+  method: string;
+  /** The request URL as the client addressed it, without query and fragment. */
+  url: string;
+  /** The access token the proof must be bound to (`ath`); absent at the token endpoints. */
+  accessToken?: string | undefined;
+  /** The key thumbprint the token or device code is bound to; absent when nothing is bound yet. */
+  boundJkt?: string | undefined;
+}
+
+export interface VerifiedProof {
+  jkt: string;
+  jti: string;
+}
+
+function sha256base64url(value: string): string {
+  return createHash('sha256').update(value, 'ascii').digest('base64url');
+}
+
+/** scheme://host[:port]/path, lower-case scheme and host, default port dropped; no query or fragment. */
+export function normaliseHtu(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return undefined;
+  return `${url.protocol}//${url.host}${url.pathname}`;
+}
+
+/** The URL the client addressed, as `htu` must name it. Forwarded scheme and host count only
+ * when TRUST_PROXY trusts the proxy (Express applies that to `req.protocol` and `req.host`). */
+export function requestHtu(req: Request): string {
+  const path = (req.originalUrl.split('?')[0] ?? '/').split('#')[0] ?? '/';
+  return normaliseHtu(`${req.protocol}://${req.host}${path}`) ?? '';
+}
+
+export class DpopVerifier {
+  constructor(private readonly options: DpopOptions) {}
+
+  /** A stateless nonce: the time step it was made in, authenticated with the nonce secret. */
+  newNonce(): string {
+    const step = Math.floor(this.options.clock.now().getTime() / 1000 / this.options.nonceLifetimeSeconds);
+    return this.nonceFor(step);
+  }
+
+  private nonceFor(step: number): string {
+    const mac = createHmac('sha256', this.options.nonceSecret).update(`dpop-nonce:${step}`).digest('base64url').slice(0, 22);
+    return `${step.toString(36)}.${mac}`;
+  }
+
+  private nonceIsCurrent(nonce: string): boolean {
+    const [stepText] = nonce.split('.');
+    const step = Number.parseInt(stepText ?? '', 36);
+    if (!Number.isSafeInteger(step)) return false;
+    const current = Math.floor(this.options.clock.now().getTime() / 1000 / this.options.nonceLifetimeSeconds);
+    // The current and the previous step are accepted, so a nonce lives one to two lifetimes.
+    return (step === current || step === current - 1) && safeEqual(nonce, this.nonceFor(step));
+  }
+
+  async verify(proof: string | undefined, expected: ProofExpectations): Promise<VerifiedProof> {
+    function refuse(message: string): never {
+      throw new DpopError('invalid_dpop_proof', message);
+    }
+    // 1. Exactly one well-formed proof.
+    if (proof === undefined || proof === '') return refuse('a DPoP proof is required');
+    if (proof.length > MAX_PROOF_LENGTH || proof.includes(',')) return refuse('the DPoP header must hold exactly one proof');
+
+    // 2. Header: typ, an accepted asymmetric alg, a public jwk of the matching key type.
+    let header: ReturnType<typeof decodeProtectedHeader>;
+    try {
+      header = decodeProtectedHeader(proof);
+    } catch {
+      return refuse('the DPoP proof is not a well-formed JWT');
+    }
+    if (header.typ !== 'dpop+jwt') refuse('the DPoP proof must have typ dpop+jwt');
+    const alg = header.alg;
+    if (typeof alg !== 'string' || !(DPOP_ALGORITHMS as readonly string[]).includes(alg)) {
+      refuse(`the DPoP proof must be signed with ${DPOP_ADVERTISED_ALGS}`);
+    }
+    const jwk = header.jwk as JWK | undefined;
+    if (!jwk || typeof jwk !== 'object') return refuse('the DPoP proof must carry the public key as jwk');
+    if (PRIVATE_JWK_MEMBERS.some((member) => member in jwk)) refuse('the DPoP proof jwk must not contain private key material');
+    const keyMatchesAlg = alg === 'ES256' ? jwk.kty === 'EC' && jwk.crv === 'P-256' : jwk.kty === 'OKP' && jwk.crv === 'Ed25519';
+    if (!keyMatchesAlg) refuse('the DPoP proof jwk does not match its alg');
+
+    // 3. Signature by that key.
+    let payload: JWTPayload;
+    try {
+      const key = await importJWK(jwk, alg);
+      ({ payload } = await jwtVerify(proof, key, {
+        typ: 'dpop+jwt',
+        algorithms: [alg as string],
+        currentDate: this.options.clock.now(),
+      }));
+    } catch {
+      return refuse('the DPoP proof signature is invalid');
+    }
+
+    // 4. Claims: jti, htm, htu, iat.
+    const { jti, htm, htu, iat, ath, nonce } = payload as JWTPayload & { htm?: unknown; htu?: unknown; ath?: unknown; nonce?: unknown };
+    if (typeof jti !== 'string' || jti.length < 1 || jti.length > MAX_JTI_LENGTH) refuse(`the DPoP proof needs a jti of 1 to ${MAX_JTI_LENGTH} characters`);
+    if (htm !== expected.method.toUpperCase()) refuse('the DPoP proof htm does not match the request method');
+    if (typeof htu !== 'string' || normaliseHtu(htu) !== normaliseHtu(expected.url)) refuse('the DPoP proof htu does not match the request URL');
+    const now = this.options.clock.now().getTime() / 1000;
+    if (typeof iat !== 'number' || !Number.isFinite(iat)) return refuse('the DPoP proof needs an iat');
+    if (iat > now + this.options.futureSkewSeconds) refuse('the DPoP proof was issued in the future');
+    if (iat < now - this.options.windowSeconds) refuse('the DPoP proof is too old');
+
+    // 5. Bound to the access token when one is presented.
+    if (expected.accessToken !== undefined) {
+      if (typeof ath !== 'string' || !safeEqual(ath, sha256base64url(expected.accessToken))) {
+        refuse('the DPoP proof ath does not match the access token');
+      }
+    }
+
+    // 6. Signed by the key the token (or device code) is bound to.
+    const jkt = await calculateJwkThumbprint(jwk, 'sha256');
+    if (expected.boundJkt !== undefined && !safeEqual(jkt, expected.boundJkt)) refuse('the DPoP proof is signed by another key');
+
+    // 7. Server nonce, when required.
+    if (this.options.requireNonce) {
+      if (typeof nonce !== 'string' || !this.nonceIsCurrent(nonce)) {
+        throw new DpopError('use_dpop_nonce', 'the DPoP proof must carry the current server nonce', this.newNonce());
+      }
+    }
+
+    // 8. Never seen before within the window: one proof, one request.
+    const replayKey = sha256base64url(`${jkt}\n${expected.method.toUpperCase()}\n${normaliseHtu(expected.url)}\n${jti}`);
+    const expiresAt = new Date((iat + this.options.windowSeconds + this.options.futureSkewSeconds) * 1000);
+    if (!(await this.options.replay.unique(replayKey, expiresAt))) refuse('the DPoP proof was already used');
+
+    return { jkt, jti };
+  }
+}
+
+/** A random nonce secret for a single replica when none is configured. */
+export function randomNonceSecret(): Buffer {
+  return randomBytes(32);
+}

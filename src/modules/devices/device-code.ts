@@ -1,0 +1,293 @@
+import { randomInt } from 'node:crypto';
+import type { DataSource, EntityManager } from 'typeorm';
+import type { OrganisationRole } from '../../auth/principal.js';
+import { isUniqueViolation } from '../../db/errors.js';
+import { ApiError, forbidden, notFound } from '../../http/errors.js';
+import type { Clock } from '../../util/clock.js';
+import { newId } from '../../util/ids.js';
+import { hashSecret, newSecret } from '../../util/secrets.js';
+import type { OrganisationService } from '../organisation/service.js';
+import {
+  DeviceAuthorizationEntity,
+  DeviceEntity,
+  type DeviceAuthorizationRecord,
+  type DeviceKind,
+  type DeviceRecord,
+} from './entities.js';
+import { scopeString } from './scopes.js';
+import { DeviceStore } from './store.js';
+import type { DeviceTokenService, TokenAnswer } from './tokens.js';
+
+/**
+ * The device authorization grant (RFC 8628) with approval by a signed-in person.
+ *
+ * States: pending -> approved -> redeemed, or pending -> denied; a code past `expiresAt` is
+ * expired whatever its state. Redemption is one conditional UPDATE, so of two concurrent polls
+ * only one gets tokens; a code presented after it was redeemed revokes what it issued (RFC 6749
+ * 4.1.2's rule for codes used twice).
+ */
+
+export const DEVICE_CODE_PREFIX = 'platform_dc_';
+
+/** RFC 8628 6.1: consonants only (no look-alikes, no words), 8 characters, shown XXXX-XXXX. */
+export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
+const USER_CODE_LENGTH = 8;
+
+export function newUserCode(): string {
+  let code = '';
+  for (let i = 0; i < USER_CODE_LENGTH; i++) code += USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)];
+  return code;
+}
+
+export function formatUserCode(code: string): string {
+  return `${code.slice(0, 4)}-${code.slice(4)}`;
+}
+
+/** Case- and dash-insensitive; undefined when it cannot be a user code at all. */
+export function normaliseUserCode(input: string): string | undefined {
+  const code = input.toUpperCase().replace(/[\s-]/g, '');
+  if (code.length !== USER_CODE_LENGTH) return undefined;
+  for (const char of code) if (!USER_CODE_ALPHABET.includes(char)) return undefined;
+  return code;
+}
+
+/** RFC 8628 3.5 token-endpoint errors: 400 with `error` and `error_description`. */
+export const oauthError = (code: string, message: string): ApiError => new ApiError(400, code, message, { oauth: true });
+
+export interface DeviceCodeSettings {
+  deviceCodeTtlSeconds: number;
+  pollIntervalSeconds: number;
+}
+
+export interface StartRequest {
+  organisationId: string | null;
+  workspaceId: string;
+  name: string;
+  kind: DeviceKind;
+  dpopJkt: string | undefined;
+  requesterAddress: string | undefined;
+  requesterUserAgent: string | undefined;
+}
+
+export interface StartedCode {
+  deviceCode: string;
+  userCode: string;
+  expiresIn: number;
+  interval: number;
+}
+
+export interface Approver {
+  personId: string;
+  organisationId: string;
+  role: OrganisationRole | undefined;
+}
+
+/** What the approving person is shown about the device asking to join. */
+export interface PendingDevice {
+  userCode: string;
+  name: string;
+  kind: DeviceKind;
+  workspaceId: string;
+  requestedAt: Date;
+  expiresAt: Date;
+  requesterAddress: string | null;
+  requesterUserAgent: string | null;
+  keyBound: boolean;
+}
+
+export class DeviceCodeService {
+  private readonly devices: DeviceStore;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly clock: Clock,
+    private readonly settings: DeviceCodeSettings,
+    private readonly tokens: DeviceTokenService,
+    private readonly organisations: OrganisationService,
+  ) {
+    this.devices = new DeviceStore(dataSource);
+  }
+
+  async start(request: StartRequest): Promise<StartedCode> {
+    const now = this.clock.now();
+    for (let attempt = 0; ; attempt++) {
+      const deviceCode = newSecret(DEVICE_CODE_PREFIX);
+      const userCode = newUserCode();
+      const record: DeviceAuthorizationRecord = {
+        id: newId('dca'),
+        deviceCodeHash: hashSecret(deviceCode),
+        userCodeHash: hashSecret(userCode),
+        organisationId: request.organisationId,
+        workspaceId: request.workspaceId,
+        name: request.name,
+        kind: request.kind,
+        dpopJkt: request.dpopJkt ?? null,
+        status: 'pending',
+        intervalSeconds: this.settings.pollIntervalSeconds,
+        lastPolledAt: null,
+        expiresAt: new Date(now.getTime() + this.settings.deviceCodeTtlSeconds * 1000),
+        requesterAddress: request.requesterAddress?.slice(0, 64) ?? null,
+        requesterUserAgent: request.requesterUserAgent?.slice(0, 300) ?? null,
+        claimedBy: null,
+        claimedAt: null,
+        decidedBy: null,
+        decidedAt: null,
+        deviceId: null,
+        createdAt: now,
+      };
+      try {
+        await this.dataSource.manager.insert(DeviceAuthorizationEntity, record);
+      } catch (error) {
+        // A user code collides with a stored one (old codes are kept): draw again.
+        if (attempt < 5 && isUniqueViolation(error)) continue;
+        throw error;
+      }
+      return { deviceCode, userCode: formatUserCode(userCode), expiresIn: this.settings.deviceCodeTtlSeconds, interval: this.settings.pollIntervalSeconds };
+    }
+  }
+
+  /** The authorization a device code names, for the poll (the proof is checked against its key). */
+  async findByDeviceCode(deviceCode: string): Promise<DeviceAuthorizationRecord> {
+    const record = deviceCode.startsWith(DEVICE_CODE_PREFIX)
+      ? await this.dataSource.manager.findOneBy(DeviceAuthorizationEntity, { deviceCodeHash: hashSecret(deviceCode) })
+      : null;
+    if (!record) throw oauthError('invalid_grant', 'the device code is not valid');
+    return record;
+  }
+
+  /** One poll of the token endpoint (RFC 8628 3.4/3.5), after any DPoP proof was verified. */
+  async poll(record: DeviceAuthorizationRecord): Promise<TokenAnswer> {
+    const now = this.clock.now();
+    const manager = this.dataSource.manager;
+    if (record.status === 'redeemed') {
+      if (record.deviceId) await this.devices.revokeTokensOfDevice(record.deviceId, now);
+      throw oauthError('invalid_grant', 'the device code was already exchanged; the tokens it issued have been revoked');
+    }
+    if (record.expiresAt.getTime() <= now.getTime()) throw oauthError('expired_token', 'the device code has expired; ask for a new one');
+    if (record.status === 'denied') throw oauthError('access_denied', 'the request was denied');
+
+    if (record.lastPolledAt && now.getTime() - record.lastPolledAt.getTime() < record.intervalSeconds * 1000) {
+      // RFC 8628 3.5: the interval grows by 5 seconds for this and every later request.
+      await manager.update(DeviceAuthorizationEntity, { id: record.id }, { lastPolledAt: now, intervalSeconds: record.intervalSeconds + 5 });
+      throw oauthError('slow_down', `polling too fast; wait at least ${record.intervalSeconds + 5} seconds between requests`);
+    }
+    if (record.status === 'pending') {
+      await manager.update(DeviceAuthorizationEntity, { id: record.id }, { lastPolledAt: now });
+      throw oauthError('authorization_pending', 'the request has not been approved yet');
+    }
+    return this.redeem(record, now);
+  }
+
+  private async redeem(record: DeviceAuthorizationRecord, now: Date): Promise<TokenAnswer> {
+    const organisationId = record.organisationId;
+    const approverId = record.decidedBy;
+    if (!organisationId || !approverId) throw oauthError('invalid_grant', 'the device code is not valid');
+    // The approver's membership is checked again when the tokens are handed out.
+    const role = await this.organisations.roleOf(organisationId, approverId);
+    if (!role || (record.kind === 'node' && role === 'member')) {
+      throw oauthError('access_denied', 'the person who approved this device may no longer approve it');
+    }
+    const device: DeviceRecord = {
+      id: newId('dev'),
+      organisationId,
+      personId: approverId,
+      name: record.name,
+      kind: record.kind,
+      workspaceId: record.workspaceId,
+      nodeId: null,
+      enrolledVia: 'device_code',
+      joinKeyId: null,
+      dpopJkt: record.dpopJkt,
+      scope: scopeString(record.kind),
+      createdAt: now,
+      lastSeenAt: null,
+      revokedAt: null,
+    };
+    const answer = await this.dataSource.transaction(async (manager: EntityManager) => {
+      const result = await manager
+        .createQueryBuilder()
+        .update(DeviceAuthorizationEntity)
+        .set({ status: 'redeemed', deviceId: device.id, lastPolledAt: now })
+        .where("id = :id AND status = 'approved'", { id: record.id })
+        .execute();
+      if ((result.affected ?? 0) !== 1) return undefined;
+      await manager.insert(DeviceEntity, device);
+      return this.tokens.issue(manager, device);
+    });
+    if (answer) return answer;
+    // A concurrent poll redeemed it first: this one is a second presentation of the code.
+    const current = await this.dataSource.manager.findOneBy(DeviceAuthorizationEntity, { id: record.id });
+    if (current?.deviceId) await this.devices.revokeTokensOfDevice(current.deviceId, now);
+    throw oauthError('invalid_grant', 'the device code was already exchanged; the tokens it issued have been revoked');
+  }
+
+  // Approval by a person -------------------------------------------------------------------
+
+  private async findForApprover(userCode: string, approver: Approver): Promise<DeviceAuthorizationRecord> {
+    const code = normaliseUserCode(userCode);
+    const record = code ? await this.dataSource.manager.findOneBy(DeviceAuthorizationEntity, { userCodeHash: hashSecret(code) }) : null;
+    const now = this.clock.now();
+    // Unknown, expired, decided, or another organisation's: all look the same from outside.
+    if (
+      !record ||
+      record.status !== 'pending' ||
+      record.expiresAt.getTime() <= now.getTime() ||
+      (record.organisationId !== null && record.organisationId !== approver.organisationId)
+    ) {
+      throw notFound('no pending request has this code; check it, or ask the device for a new one');
+    }
+    return record;
+  }
+
+  private view(record: DeviceAuthorizationRecord, userCode: string): PendingDevice {
+    return {
+      userCode: formatUserCode(normaliseUserCode(userCode) as string),
+      name: record.name,
+      kind: record.kind,
+      workspaceId: record.workspaceId,
+      requestedAt: record.createdAt,
+      expiresAt: record.expiresAt,
+      requesterAddress: record.requesterAddress,
+      requesterUserAgent: record.requesterUserAgent,
+      keyBound: record.dpopJkt !== null,
+    };
+  }
+
+  /** Opens a pending code: the first signed-in person who does claims it. */
+  async lookUp(userCode: string, approver: Approver): Promise<PendingDevice> {
+    const record = await this.findForApprover(userCode, approver);
+    if (record.claimedBy === null) {
+      const result = await this.dataSource.manager
+        .createQueryBuilder()
+        .update(DeviceAuthorizationEntity)
+        .set({ claimedBy: approver.personId, claimedAt: this.clock.now() })
+        .where('id = :id AND claimed_by IS NULL', { id: record.id })
+        .execute();
+      if ((result.affected ?? 0) !== 1) return this.lookUp(userCode, approver);
+    } else if (record.claimedBy !== approver.personId) {
+      throw forbidden('another person has opened this code; only they may approve or deny it');
+    }
+    return this.view(record, userCode);
+  }
+
+  async decide(userCode: string, approver: Approver, decision: 'approve' | 'deny'): Promise<PendingDevice> {
+    const pending = await this.lookUp(userCode, approver);
+    const record = await this.findForApprover(userCode, approver);
+    if (decision === 'approve' && record.kind === 'node' && approver.role !== 'owner' && approver.role !== 'admin') {
+      throw forbidden('only owners and admins may approve a node');
+    }
+    const result = await this.dataSource.manager
+      .createQueryBuilder()
+      .update(DeviceAuthorizationEntity)
+      .set({
+        status: decision === 'approve' ? 'approved' : 'denied',
+        decidedBy: approver.personId,
+        decidedAt: this.clock.now(),
+        organisationId: approver.organisationId,
+      })
+      .where("id = :id AND status = 'pending' AND claimed_by = :person", { id: record.id, person: approver.personId })
+      .execute();
+    if ((result.affected ?? 0) !== 1) throw notFound('no pending request has this code; check it, or ask the device for a new one');
+    return pending;
+  }
+}

@@ -1,0 +1,88 @@
+import { IsNull, type DataSource, type EntityManager } from 'typeorm';
+import {
+  DeviceEntity,
+  DeviceTokenEntity,
+  type DeviceRecord,
+  type DeviceTokenRecord,
+} from './entities.js';
+
+/** The only code that queries devices and their tokens. */
+export class DeviceStore {
+  constructor(private readonly db: DataSource | EntityManager) {}
+
+  private get manager(): EntityManager {
+    return 'manager' in this.db ? this.db.manager : this.db;
+  }
+
+  withManager(manager: EntityManager): DeviceStore {
+    return new DeviceStore(manager);
+  }
+
+  async insertDevice(device: DeviceRecord): Promise<void> {
+    await this.manager.insert(DeviceEntity, device);
+  }
+
+  async findDevice(id: string): Promise<DeviceRecord | null> {
+    return this.manager.findOneBy(DeviceEntity, { id });
+  }
+
+  async listDevices(organisationId: string): Promise<DeviceRecord[]> {
+    return this.manager.find(DeviceEntity, {
+      where: { organisationId, revokedAt: IsNull() },
+      order: { createdAt: 'DESC', id: 'ASC' },
+    });
+  }
+
+  async insertTokens(tokens: DeviceTokenRecord[]): Promise<void> {
+    await this.manager.insert(DeviceTokenEntity, tokens);
+  }
+
+  /** A token by the hash of its value, with its device: one query on the hot path. */
+  async findTokenWithDevice(tokenHash: string): Promise<{ token: DeviceTokenRecord; device: DeviceRecord } | null> {
+    const token = await this.manager
+      .createQueryBuilder(DeviceTokenEntity, 'token')
+      .innerJoinAndMapOne('token.device', 'Device', 'device', 'device.id = token.deviceId')
+      .where('token.tokenHash = :tokenHash', { tokenHash })
+      .getOne();
+    if (!token) return null;
+    const { device, ...rest } = token as DeviceTokenRecord & { device: DeviceRecord };
+    return { token: rest, device };
+  }
+
+  async findToken(id: string): Promise<DeviceTokenRecord | null> {
+    return this.manager.findOneBy(DeviceTokenEntity, { id });
+  }
+
+  /**
+   * Marks a refresh token used, once: of two concurrent exchanges only one changes the row.
+   * The replacement pair is kept sealed on the row for the grace period.
+   */
+  async markRefreshUsed(id: string, usedAt: Date, graceSealed: string | null, graceUntil: Date | null): Promise<boolean> {
+    const result = await this.manager
+      .createQueryBuilder()
+      .update(DeviceTokenEntity)
+      .set({ usedAt, graceSealed, graceUntil })
+      .where('id = :id AND used_at IS NULL AND revoked_at IS NULL', { id })
+      .execute();
+    return (result.affected ?? 0) === 1;
+  }
+
+  /** Every token of the device stops working, and sealed grace copies are erased. */
+  async revokeTokensOfDevice(deviceId: string, at: Date): Promise<void> {
+    await this.manager
+      .createQueryBuilder()
+      .update(DeviceTokenEntity)
+      .set({ revokedAt: at, graceSealed: null, graceUntil: null })
+      .where('device_id = :deviceId AND revoked_at IS NULL', { deviceId })
+      .execute();
+  }
+
+  async revokeDevice(deviceId: string, at: Date): Promise<void> {
+    await this.manager.update(DeviceEntity, { id: deviceId }, { revokedAt: at });
+    await this.revokeTokensOfDevice(deviceId, at);
+  }
+
+  async touch(deviceId: string, at: Date): Promise<void> {
+    await this.manager.update(DeviceEntity, { id: deviceId }, { lastSeenAt: at });
+  }
+}

@@ -1,0 +1,170 @@
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import type { DataSource, EntityManager } from 'typeorm';
+import { ApiError } from '../../http/errors.js';
+import type { Clock } from '../../util/clock.js';
+import { newId } from '../../util/ids.js';
+import { hashSecret, newSecret } from '../../util/secrets.js';
+import type { DeviceRecord, DeviceTokenRecord } from './entities.js';
+import { DeviceStore } from './store.js';
+
+/**
+ * Device tokens (spec 2.10): `platform_at_` access tokens and `platform_rt_` refresh tokens.
+ * Only their SHA-256 hashes are stored. Refresh tokens rotate on every use; a replaced refresh
+ * token presented again ends every token of the device (the RFC 6819 5.2.2.3 / OAuth 2.0
+ * Security BCP reuse rule), except within a short grace for a concurrent refresh of the same
+ * token by the same device and key, which gets the same new pair.
+ */
+
+export const ACCESS_TOKEN_PREFIX = 'platform_at_';
+export const REFRESH_TOKEN_PREFIX = 'platform_rt_';
+
+export interface TokenAnswer {
+  access_token: string;
+  refresh_token: string;
+  expires_in: number;
+  token_type: 'Bearer' | 'DPoP';
+  device_id: string;
+  scope: string;
+}
+
+export interface TokenLifetimes {
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlSeconds: number;
+  refreshGraceSeconds: number;
+}
+
+/** OAuth token-endpoint refusal (RFC 6749 5.2): 400 with `error` and `error_description`. */
+export const invalidGrant = (message: string): ApiError => new ApiError(400, 'invalid_grant', message, { oauth: true });
+
+// The replacement pair is sealed with a key only the holder of the old refresh token can derive.
+function sealKey(refreshToken: string, rowId: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', refreshToken, rowId, 'platform refresh grace v1', 32));
+}
+
+function seal(pair: TokenAnswer, refreshToken: string, rowId: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', sealKey(refreshToken, rowId), iv);
+  const body = Buffer.concat([cipher.update(JSON.stringify(pair), 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
+}
+
+function unseal(sealed: string, refreshToken: string, rowId: string): TokenAnswer | undefined {
+  try {
+    const raw = Buffer.from(sealed, 'base64url');
+    const decipher = createDecipheriv('aes-256-gcm', sealKey(refreshToken, rowId), raw.subarray(0, 12));
+    decipher.setAuthTag(raw.subarray(12, 28));
+    const text = Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+    return JSON.parse(text) as TokenAnswer;
+  } catch {
+    return undefined;
+  }
+}
+
+export class DeviceTokenService {
+  private readonly store: DeviceStore;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly clock: Clock,
+    private readonly lifetimes: TokenLifetimes,
+  ) {
+    this.store = new DeviceStore(dataSource);
+  }
+
+  private newPair(device: DeviceRecord): { answer: TokenAnswer; rows: DeviceTokenRecord[]; refreshId: string } {
+    const now = this.clock.now();
+    const access = newSecret(ACCESS_TOKEN_PREFIX);
+    const refresh = newSecret(REFRESH_TOKEN_PREFIX);
+    const refreshId = newId('tok');
+    const base = { deviceId: device.id, pairId: refreshId, createdAt: now, usedAt: null, graceSealed: null, graceUntil: null, revokedAt: null };
+    return {
+      refreshId,
+      answer: {
+        access_token: access,
+        refresh_token: refresh,
+        expires_in: this.lifetimes.accessTokenTtlSeconds,
+        token_type: device.dpopJkt ? 'DPoP' : 'Bearer',
+        device_id: device.id,
+        scope: device.scope,
+      },
+      rows: [
+        { ...base, id: newId('tok'), kind: 'access', tokenHash: hashSecret(access), expiresAt: new Date(now.getTime() + this.lifetimes.accessTokenTtlSeconds * 1000) },
+        { ...base, id: refreshId, kind: 'refresh', tokenHash: hashSecret(refresh), expiresAt: new Date(now.getTime() + this.lifetimes.refreshTokenTtlSeconds * 1000) },
+      ],
+    };
+  }
+
+  /** A first pair for a newly enrolled device, inside the caller's transaction. */
+  async issue(manager: EntityManager, device: DeviceRecord): Promise<TokenAnswer> {
+    const { answer, rows } = this.newPair(device);
+    await this.store.withManager(manager).insertTokens(rows);
+    return answer;
+  }
+
+  /** The device of a refresh token, before any proof is checked (the proof needs its key). */
+  async deviceOfRefreshToken(refreshToken: string): Promise<DeviceRecord> {
+    const found = refreshToken.startsWith(REFRESH_TOKEN_PREFIX) ? await this.store.findTokenWithDevice(hashSecret(refreshToken)) : null;
+    if (!found || found.token.kind !== 'refresh') throw invalidGrant('the refresh token is not valid');
+    return found.device;
+  }
+
+  /**
+   * Exchanges a refresh token for a new pair. The caller has already checked the DPoP proof
+   * against the device's key when the device is bound.
+   */
+  async refresh(refreshToken: string): Promise<TokenAnswer> {
+    const now = this.clock.now();
+    const found = refreshToken.startsWith(REFRESH_TOKEN_PREFIX) ? await this.store.findTokenWithDevice(hashSecret(refreshToken)) : null;
+    if (!found || found.token.kind !== 'refresh') throw invalidGrant('the refresh token is not valid');
+    const { token, device } = found;
+    if (device.revokedAt || token.revokedAt) throw invalidGrant('the refresh token was revoked');
+    if (token.expiresAt.getTime() <= now.getTime()) throw invalidGrant('the refresh token has expired');
+
+    if (token.usedAt === null) {
+      const { answer, rows } = this.newPair(device);
+      const graceUntil = this.lifetimes.refreshGraceSeconds > 0 ? new Date(now.getTime() + this.lifetimes.refreshGraceSeconds * 1000) : null;
+      const sealed = graceUntil ? seal(answer, refreshToken, token.id) : null;
+      const won = await this.dataSource.transaction(async (manager) => {
+        const store = this.store.withManager(manager);
+        if (!(await store.markRefreshUsed(token.id, now, sealed, graceUntil))) return false;
+        await store.insertTokens(rows);
+        return true;
+      });
+      if (won) return answer;
+      // Another exchange of the same token won the race: fall through to the used-token rules.
+    }
+    return this.replayOfUsedToken(refreshToken, token.id, device.id, now);
+  }
+
+  private async replayOfUsedToken(refreshToken: string, tokenId: string, deviceId: string, now: Date): Promise<TokenAnswer> {
+    const token = await this.store.findToken(tokenId);
+    if (token && token.graceSealed && token.graceUntil && token.graceUntil.getTime() > now.getTime() && !token.revokedAt) {
+      const pair = unseal(token.graceSealed, refreshToken, token.id);
+      const replacement = pair ? await this.store.findTokenWithDevice(hashSecret(pair.refresh_token)) : null;
+      // The same pair, as long as the replacement itself has not moved on.
+      if (pair && replacement && !replacement.token.usedAt && !replacement.token.revokedAt) {
+        const access = await this.store.findTokenWithDevice(hashSecret(pair.access_token));
+        if (access && !access.token.revokedAt) {
+          pair.expires_in = Math.max(1, Math.floor((access.token.expiresAt.getTime() - now.getTime()) / 1000));
+          return pair;
+        }
+      }
+    }
+    await this.store.revokeTokensOfDevice(deviceId, now);
+    throw invalidGrant('the refresh token was already used; every token of this device has been revoked');
+  }
+
+  /** The device behind an access token, when the token is current. */
+  async resolveAccessToken(accessToken: string): Promise<{ device: DeviceRecord; token: DeviceTokenRecord } | undefined> {
+    if (!accessToken.startsWith(ACCESS_TOKEN_PREFIX)) return undefined;
+    const found = await this.store.findTokenWithDevice(hashSecret(accessToken));
+    if (!found || found.token.kind !== 'access') return undefined;
+    if (found.token.revokedAt || found.device.revokedAt) return undefined;
+    if (found.token.expiresAt.getTime() <= this.clock.now().getTime()) return undefined;
+    return found;
+  }
+
+  async revokeDevice(deviceId: string): Promise<void> {
+    await this.dataSource.transaction((manager) => this.store.withManager(manager).revokeDevice(deviceId, this.clock.now()));
+  }
+}

@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { call, createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
+import { createPerson, deviceHeaders, enrolDevice } from '../support/devices.js';
+import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
+
+let platform: TestPlatform;
+let organisation: OrganisationRecord;
+let host: string;
+
+beforeAll(async () => {
+  platform = await startPlatform();
+  organisation = await createOrganisation(platform, { name: 'Devices Org' });
+  host = (await platform.services.organisations.hostsOf(organisation.id))[0]!;
+});
+afterAll(() => platform.close());
+
+describe('device tokens on GET /platform/v1/organisation', () => {
+  it('accepts a Bearer device token', async () => {
+    const person = await createPerson(platform, organisation.id);
+    const enrolled = await enrolDevice(platform, { organisationId: organisation.id, personId: person.id });
+    const res = await call(platform, 'get', '/platform/v1/organisation', { host, headers: await deviceHeaders(enrolled, 'GET', `http://${host}/platform/v1/organisation`) });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ id: organisation.id, name: 'Devices Org', kind: 'enterprise', plan: 'enterprise', edition: 'enterprise' });
+  });
+
+  it.each(['ES256', 'Ed25519'] as const)('accepts a DPoP-bound token with a fresh %s proof', async (alg) => {
+    const person = await createPerson(platform, organisation.id);
+    const enrolled = await enrolDevice(platform, { organisationId: organisation.id, personId: person.id, alg });
+    const url = `http://${host}/platform/v1/organisation`;
+    const res = await call(platform, 'get', '/platform/v1/organisation', { host, headers: await deviceHeaders(enrolled, 'GET', url) });
+    expect(res.status).toBe(200);
+    expect(res.body.id).toBe(organisation.id);
+  });
+
+  it('refuses a bound token sent as Bearer with invalid_dpop_proof', async () => {
+    const person = await createPerson(platform, organisation.id);
+    const enrolled = await enrolDevice(platform, { organisationId: organisation.id, personId: person.id, alg: 'ES256' });
+    const res = await call(platform, 'get', '/platform/v1/organisation', { host, headers: { Authorization: `Bearer ${enrolled.tokens.access_token}` } });
+    expect(res.status).toBe(401);
+    expect(res.body.error).toBe('invalid_dpop_proof');
+    expect(res.headers['www-authenticate']).toMatch(/^DPoP error="invalid_dpop_proof".*algs="ES256 EdDSA"/);
+  });
+
+  it('refuses a replayed proof', async () => {
+    const person = await createPerson(platform, organisation.id);
+    const enrolled = await enrolDevice(platform, { organisationId: organisation.id, personId: person.id, alg: 'ES256' });
+    const headers = await deviceHeaders(enrolled, 'GET', `http://${host}/platform/v1/organisation`);
+    expect((await call(platform, 'get', '/platform/v1/organisation', { host, headers })).status).toBe(200);
+    const again = await call(platform, 'get', '/platform/v1/organisation', { host, headers });
+    expect(again.status).toBe(401);
+    expect(again.body.error).toBe('invalid_dpop_proof');
+  });
+
+  it('refuses a revoked device at once', async () => {
+    const person = await createPerson(platform, organisation.id);
+    const enrolled = await enrolDevice(platform, { organisationId: organisation.id, personId: person.id });
+    await platform.services.deviceTokens.revokeDevice(enrolled.device.id);
+    const res = await call(platform, 'get', '/platform/v1/organisation', { host, headers: await deviceHeaders(enrolled, 'GET', '') });
+    expect(res.status).toBe(401);
+    expect(res.body.error).toBe('unauthorized');
+  });
+});

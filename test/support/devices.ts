@@ -1,0 +1,64 @@
+import * as DPoP from 'dpop';
+import type { TestPlatform } from './platform.js';
+import type { DeviceKind, DeviceRecord } from '../../src/modules/devices/entities.js';
+import { DeviceEntity } from '../../src/modules/devices/entities.js';
+import { scopeString } from '../../src/modules/devices/scopes.js';
+import type { TokenAnswer } from '../../src/modules/devices/tokens.js';
+import { newId } from '../../src/util/ids.js';
+import { PersonEntity, MembershipEntity } from '../../src/modules/organisation/entities.js';
+import type { OrganisationRole } from '../../src/auth/principal.js';
+
+/** A person with a role in the organisation, stored directly (tests of other modules). */
+export async function createPerson(platform: TestPlatform, organisationId: string, role: OrganisationRole = 'member', name = 'Test Person') {
+  const person = { id: newId('usr'), name, email: `${newId('usr')}@example.test`, createdAt: platform.clock.now() };
+  await platform.dataSource.manager.insert(PersonEntity, person);
+  await platform.dataSource.manager.insert(MembershipEntity, { organisationId, personId: person.id, role, createdAt: platform.clock.now() });
+  return person;
+}
+
+export interface EnrolledDevice {
+  device: DeviceRecord;
+  tokens: TokenAnswer;
+  keys?: DPoP.KeyPair;
+}
+
+/**
+ * A device enrolled without going through the enrolment flows (those have their own tests):
+ * for tests that need a device token. With `alg` the tokens are bound to a fresh key.
+ */
+export async function enrolDevice(
+  platform: TestPlatform,
+  options: { organisationId: string; personId: string; kind?: DeviceKind; alg?: 'ES256' | 'Ed25519'; name?: string },
+): Promise<EnrolledDevice> {
+  const keys = options.alg ? await DPoP.generateKeyPair(options.alg) : undefined;
+  const kind = options.kind ?? 'workbench';
+  const device: DeviceRecord = {
+    id: newId('dev'),
+    organisationId: options.organisationId,
+    personId: options.personId,
+    name: options.name ?? 'Test workbench',
+    kind,
+    workspaceId: kind === 'workbench' ? 'ws-test' : null,
+    nodeId: kind === 'node' ? 'node-test' : null,
+    enrolledVia: 'device_code',
+    joinKeyId: null,
+    dpopJkt: keys ? await DPoP.calculateThumbprint(keys.publicKey) : null,
+    scope: scopeString(kind),
+    createdAt: platform.clock.now(),
+    lastSeenAt: null,
+    revokedAt: null,
+  };
+  const tokens = await platform.dataSource.transaction(async (manager) => {
+    await manager.insert(DeviceEntity, device);
+    return platform.services.deviceTokens.issue(manager, device);
+  });
+  return keys ? { device, tokens, keys } : { device, tokens };
+}
+
+/** Authorization (and DPoP proof) headers for one request by the device. */
+export async function deviceHeaders(enrolled: EnrolledDevice, method: string, url: string, options: { nonce?: string; token?: string } = {}): Promise<Record<string, string>> {
+  const token = options.token ?? enrolled.tokens.access_token;
+  if (!enrolled.keys) return { Authorization: `Bearer ${token}` };
+  const proof = await DPoP.generateProof(enrolled.keys, url, method, options.nonce, token);
+  return { Authorization: `DPoP ${token}`, DPoP: proof };
+}
