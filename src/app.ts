@@ -18,6 +18,7 @@ import { errorHandler, notFoundHandler, requestId, requestLogger } from './http/
 import { buildOpenApi } from './http/openapi.js';
 import { defineRoute, RouteRegistry } from './http/route.js';
 import { tenancy } from './http/tenancy.js';
+import { memoryStores, RateLimits, redisStores } from './http/rate-limit.js';
 import { discoveryRoutes } from './modules/discovery/routes.js';
 import { databaseProbe, healthRoutes, type ReadinessProbe } from './modules/health/routes.js';
 import { organisationRoutes } from './modules/organisation/routes.js';
@@ -101,10 +102,15 @@ export function buildApp(deps: AppDependencies): Platform {
   app.use(helmet({ contentSecurityPolicy: { directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } } }));
   app.use(express.json({ limit: config.jsonBodyLimitBytes, strict: true }));
 
+  const rateLimits = new RateLimits(deps.redis ? redisStores(deps.redis) : memoryStores(), config.rateLimitsEnabled);
   const router = express.Router();
   registry.mount(
     router,
-    { tenancy: tenancy(config.deployment, organisations), authenticate: authentication(resolvers, config.deployment) },
+    {
+      rateLimit: (rule) => rateLimits.handler(rule),
+      tenancy: tenancy(config.deployment, organisations),
+      authenticate: authentication(resolvers, config.deployment),
+    },
     config.deployment,
   );
   app.use(router);

@@ -43,6 +43,8 @@ export interface Config {
   bootstrapLocalhost: boolean;
   /** Run pending migrations at start (the Helm chart runs them once, in a hook Job, instead). */
   migrateOnStart: boolean;
+  /** Rate limits on enrolment and sign-in operations (switch off only for load tests). */
+  rateLimitsEnabled: boolean;
   devices: {
     accessTokenTtlSeconds: number;
     refreshTokenTtlSeconds: number;
@@ -213,6 +215,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     bootstrapLocalhost: boolean(env, 'PLATFORM_BOOTSTRAP_LOCALHOST', true),
     migrateOnStart: boolean(env, 'MIGRATE_ON_START', true),
+    rateLimitsEnabled: boolean(env, 'RATE_LIMITS_ENABLED', true),
     devices: {
       accessTokenTtlSeconds: integer(env, 'DEVICE_ACCESS_TOKEN_TTL_SECONDS', 3600, 60, 86_400),
       refreshTokenTtlSeconds: integer(env, 'DEVICE_REFRESH_TOKEN_TTL_SECONDS', 30 * 86_400, 3600, 365 * 86_400),

@@ -111,6 +111,7 @@ function operation(route: RouteDefinition): Record<string, unknown> {
   // Every route can meet the edge's refusals; describe them with the error body.
   const general = [400, 404, 413, 415, 500];
   if (route.auth !== 'public') general.push(401);
+  if (route.rateLimits?.length) general.push(429);
   for (const status of [...statuses, ...general].sort((a, b) => a - b)) {
     if (responses[String(status)]) continue;
     const declared = route.responses[status];

@@ -5,6 +5,7 @@ import { match, type MatchFunction } from 'path-to-regexp';
 import type { Principal, TokenKind } from '../auth/principal.js';
 import type { OrganisationRecord } from '../modules/organisation/entities.js';
 import { ApiError, invalidRequest, unsupportedMediaType } from './errors.js';
+import type { RateLimitRule } from './rate-limit.js';
 import { compile, describeError, errorBodySchema, type Schema } from './schema.js';
 
 /**
@@ -75,6 +76,8 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
   auth: readonly TokenKind[] | 'public';
   /** The scope a device token must carry to call this route (spec 5; see devices/scopes.ts). */
   deviceScope?: string;
+  /** Limits by network address (checked first) and by person (checked after authentication). */
+  rateLimits?: readonly RateLimitRule[];
   /** Media types accepted for a body; JSON unless stated. */
   mediaTypes?: readonly string[];
   headers?: Record<string, HeaderSpec>;
@@ -89,6 +92,7 @@ export function defineRoute<const S extends RouteSchemas>(route: RouteDefinition
 
 /** The middleware the registry puts in front of a route's handler, supplied by the app. */
 export interface RouteLayers {
+  rateLimit: (rule: RateLimitRule) => RequestHandler;
   tenancy: RequestHandler;
   authenticate: (route: RouteDefinition) => RequestHandler;
 }
@@ -143,8 +147,11 @@ export class RouteRegistry {
     for (const route of this.routes) {
       if (route.cloudOnly && deployment !== 'cloud') continue;
       const chain: RequestHandler[] = [];
+      const limits = route.rateLimits ?? [];
+      for (const rule of limits.filter((r) => r.by === 'address')) chain.push(layers.rateLimit(rule));
       if (route.tenant) chain.push(layers.tenancy);
       if (route.auth !== 'public') chain.push(layers.authenticate(route));
+      for (const rule of limits.filter((r) => r.by === 'person')) chain.push(layers.rateLimit(rule));
       chain.push(this.handle(route));
       router[route.method](expressPath(route.path), ...chain);
     }

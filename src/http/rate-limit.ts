@@ -1,0 +1,72 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { ipKeyGenerator, rateLimit, type Store } from 'express-rate-limit';
+import type { Redis } from 'ioredis';
+import { RedisStore } from 'rate-limit-redis';
+import { ApiError } from './errors.js';
+
+/**
+ * Rate limits (express-rate-limit). Counters live in this process, or in Redis when REDIS_URL
+ * is set so that every replica counts together. A limit keyed by network address runs before
+ * tenancy and authentication, so refused requests cost almost nothing; a limit keyed by person
+ * runs right after authentication.
+ */
+
+export interface RateLimitRule {
+  /** Names the counter (and its Redis key prefix); one counter per rule, shared by its routes. */
+  name: string;
+  by: 'address' | 'person';
+  limit: number;
+  windowMs: number;
+}
+
+export type RateLimitStoreFactory = (rule: RateLimitRule) => Store | undefined;
+
+export function memoryStores(): RateLimitStoreFactory {
+  return () => undefined; // express-rate-limit's own MemoryStore
+}
+
+export function redisStores(redis: Redis): RateLimitStoreFactory {
+  return (rule) =>
+    new RedisStore({
+      prefix: `platform:rl:${rule.name}:`,
+      sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as never,
+    });
+}
+
+export const tooManyRequests = (retryAfterSeconds: number): ApiError =>
+  new ApiError(429, 'too_many_requests', `too many requests; try again in ${retryAfterSeconds} seconds`, {
+    headers: { 'Retry-After': String(retryAfterSeconds) },
+  });
+
+export class RateLimits {
+  private readonly limiters = new Map<string, RequestHandler>();
+
+  constructor(
+    private readonly stores: RateLimitStoreFactory,
+    private readonly enabled: boolean,
+  ) {}
+
+  /** The middleware of a rule; routes naming the same rule share one counter. */
+  handler(rule: RateLimitRule): RequestHandler {
+    const existing = this.limiters.get(rule.name);
+    if (existing) return existing;
+    const store = this.stores(rule);
+    const limiter = this.enabled
+      ? rateLimit({
+          windowMs: rule.windowMs,
+          limit: rule.limit,
+          standardHeaders: 'draft-8',
+          legacyHeaders: false,
+          identifier: rule.name,
+          ...(store ? { store } : {}),
+          // An unreachable Redis must not lift the limits.
+          passOnStoreError: false,
+          keyGenerator: (req: Request) =>
+            rule.by === 'person' ? `person:${req.context.principal?.personId ?? req.context.principal?.deviceId ?? 'none'}` : `ip:${ipKeyGenerator(req.ip ?? '')}`,
+          handler: (_req: Request, _res: Response, next: NextFunction) => next(tooManyRequests(Math.ceil(rule.windowMs / 1000))),
+        })
+      : (_req: Request, _res: Response, next: NextFunction) => next();
+    this.limiters.set(rule.name, limiter);
+    return limiter;
+  }
+}
