@@ -2,7 +2,7 @@ import { DataSource, type DataSourceOptions } from 'typeorm';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseConfig } from '../config.js';
-import { ENTITIES } from './entities.js';
+import { entitiesFor } from './entities.js';
 import { MYSQL_MIGRATIONS, SQLITE_MIGRATIONS } from '../migrations/index.js';
 
 /**
@@ -20,7 +20,7 @@ export function dataSourceOptions(database: DatabaseConfig): DataSourceOptions {
         db.pragma('foreign_keys = ON');
         db.pragma('busy_timeout = 5000');
       },
-      entities: ENTITIES,
+      entities: entitiesFor('sqlite'),
       migrations: SQLITE_MIGRATIONS,
       migrationsTableName: 'schema_migrations',
       synchronize: false,
@@ -33,7 +33,7 @@ export function dataSourceOptions(database: DatabaseConfig): DataSourceOptions {
     url: database.location,
     charset: 'utf8mb4_unicode_ci',
     timezone: 'Z',
-    entities: ENTITIES,
+    entities: entitiesFor('mysql'),
     migrations: MYSQL_MIGRATIONS,
     migrationsTableName: 'schema_migrations',
     synchronize: false,
@@ -43,6 +43,25 @@ export function dataSourceOptions(database: DatabaseConfig): DataSourceOptions {
   };
 }
 
+/**
+ * SQLite has one connection, and a transaction spans awaits: a second transaction started while
+ * one is open would begin inside it ("cannot start a transaction within a transaction"), or
+ * commit or roll back the other's work. Transactions therefore take turns on SQLite; MySQL gives
+ * each its own pooled connection.
+ */
+function serialiseTransactions(dataSource: DataSource): void {
+  const manager = dataSource.manager;
+  const transaction = manager.transaction.bind(manager) as (...args: unknown[]) => Promise<unknown>;
+  let queue: Promise<unknown> = Promise.resolve();
+  (manager as { transaction: (...args: unknown[]) => Promise<unknown> }).transaction = (...args: unknown[]) => {
+    const turn = queue.then(() => transaction(...args));
+    queue = turn.catch(() => undefined);
+    return turn;
+  };
+}
+
 export function createDataSource(database: DatabaseConfig): DataSource {
-  return new DataSource(dataSourceOptions(database));
+  const dataSource = new DataSource(dataSourceOptions(database));
+  if (database.kind === 'sqlite') serialiseTransactions(dataSource);
+  return dataSource;
 }
