@@ -4,6 +4,7 @@
  * - http: the real app in process (supertest), a fresh SQLite database per test file.
  * - services: the same http suite again on MariaDB (a fresh database per test file), plus the
  *   suites that need MariaDB or Redis themselves. It fails, never skips, when they are missing.
+ * - browser: flows a person goes through in headless Chromium (/usr/bin/chromium), one at a time.
  */
 const common = {
   testEnvironment: 'node',
@@ -15,10 +16,11 @@ const common = {
       { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'es6' }, sourceMaps: 'inline' },
     ],
   },
-  testTimeout: 30_000,
 };
 
 export default {
+  // A global option: jest ignores testTimeout inside a project.
+  testTimeout: 30_000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     { ...common, displayName: 'http', testMatch: ['<rootDir>/test/http/**/*.test.ts'] },
@@ -29,5 +31,6 @@ export default {
       globalSetup: '<rootDir>/test/support/services-check.mjs',
       setupFiles: ['<rootDir>/test/support/services-env.mjs'],
     },
+    { ...common, displayName: 'browser', testMatch: ['<rootDir>/test/browser/**/*.test.ts'] },
   ],
 };

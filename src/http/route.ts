@@ -4,7 +4,7 @@ import type { FromSchema } from 'json-schema-to-ts';
 import { match, type MatchFunction } from 'path-to-regexp';
 import type { Principal, TokenKind } from '../auth/principal.js';
 import type { OrganisationRecord } from '../modules/organisation/entities.js';
-import { ApiError, invalidRequest, unsupportedMediaType } from './errors.js';
+import { ApiError, invalidRequest, payloadTooLarge, unsupportedMediaType } from './errors.js';
 import type { RateLimitRule } from './rate-limit.js';
 import { compile, describeError, errorBodySchema, type Schema } from './schema.js';
 
@@ -78,6 +78,11 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
   deviceScope?: string;
   /** Limits by network address (checked first) and by person (checked after authentication). */
   rateLimits?: readonly RateLimitRule[];
+  /** A body limit of its own (bytes): the declared length is checked before anything else, and
+   * the body is read only after authentication, so a stranger's large upload costs nothing. */
+  bodyLimitBytes?: number;
+  /** Runs on the parsed body before schema validation, for refusals that must come first. */
+  precheck?: (body: unknown) => void;
   /** Media types accepted for a body; JSON unless stated. */
   mediaTypes?: readonly string[];
   headers?: Record<string, HeaderSpec>;
@@ -93,6 +98,8 @@ export function defineRoute<const S extends RouteSchemas>(route: RouteDefinition
 /** The middleware the registry puts in front of a route's handler, supplied by the app. */
 export interface RouteLayers {
   rateLimit: (rule: RateLimitRule) => RequestHandler;
+  /** Body parsers for a route that reads its own body, with its limit. */
+  bodyParsers: (route: RouteDefinition, limitBytes: number) => RequestHandler[];
   tenancy: RequestHandler;
   authenticate: (route: RouteDefinition) => RequestHandler;
 }
@@ -106,6 +113,13 @@ function expressPath(path: string): string {
 function hasBody(req: Request): boolean {
   const length = req.headers['content-length'];
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+function declaredLengthAtMost(limitBytes: number): RequestHandler {
+  return (req: Request, _res: Response, next: NextFunction) => {
+    const declared = Number(req.headers['content-length'] ?? 0);
+    next(declared > limitBytes ? payloadTooLarge(limitBytes) : undefined);
+  };
 }
 
 function validator(where: 'params' | 'query' | 'body', schema: Schema | undefined) {
@@ -135,6 +149,12 @@ export class RouteRegistry {
     }
   }
 
+  /** Whether the route answering this request reads its own body (the edge parser skips it). */
+  readsOwnBody(method: string, path: string): boolean {
+    const route = this.find(method, path);
+    return route?.bodyLimitBytes !== undefined;
+  }
+
   /** The declared route answering `method path`, for answer checks in tests. */
   find(method: string, path: string): RouteDefinition | undefined {
     const pathname = path.split('?')[0] ?? path;
@@ -148,10 +168,12 @@ export class RouteRegistry {
       if (route.cloudOnly && deployment !== 'cloud') continue;
       const chain: RequestHandler[] = [];
       const limits = route.rateLimits ?? [];
+      if (route.bodyLimitBytes !== undefined) chain.push(declaredLengthAtMost(route.bodyLimitBytes));
       for (const rule of limits.filter((r) => r.by === 'address')) chain.push(layers.rateLimit(rule));
       if (route.tenant) chain.push(layers.tenancy);
       if (route.auth !== 'public') chain.push(layers.authenticate(route));
       for (const rule of limits.filter((r) => r.by === 'person')) chain.push(layers.rateLimit(rule));
+      if (route.bodyLimitBytes !== undefined) chain.push(...layers.bodyParsers(route, route.bodyLimitBytes));
       chain.push(this.handle(route));
       router[route.method](expressPath(route.path), ...chain);
     }
@@ -168,6 +190,7 @@ export class RouteRegistry {
         if (!route.schemas.body && hasBody(req) && req.body !== undefined && Object.keys(req.body as object).length > 0) {
           throw invalidRequest('this operation takes no request body');
         }
+        if (route.precheck && req.body !== undefined) route.precheck(req.body);
         const input = {
           params: params ? params({ ...req.params }) : undefined,
           query: query ? query({ ...(req.query as object) }) : undefined,
