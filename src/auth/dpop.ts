@@ -1,6 +1,6 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { Request } from 'express';
-import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, jwtVerify, type JWK, type JWTPayload } from 'jose';
+import { calculateJwkThumbprint, decodeProtectedHeader, errors as joseErrors, importJWK, jwtVerify, type JWK, type JWTPayload } from 'jose';
 import type { ReplayCache } from '../state/replay-cache.js';
 import type { Clock } from '../util/clock.js';
 import { safeEqual } from '../util/secrets.js';
@@ -114,7 +114,8 @@ export class DpopVerifier {
     }
     // 1. Exactly one well-formed proof.
     if (proof === undefined || proof === '') return refuse('a DPoP proof is required');
-    if (proof.length > MAX_PROOF_LENGTH || proof.includes(',')) return refuse('the DPoP header must hold exactly one proof');
+    if (proof.length > MAX_PROOF_LENGTH) return refuse(`the DPoP proof is longer than ${MAX_PROOF_LENGTH} characters`);
+    if (proof.includes(',')) return refuse('the DPoP header must hold exactly one proof');
 
     // 2. Header: typ, an accepted asymmetric alg, a public jwk of the matching key type.
     let header: ReturnType<typeof decodeProtectedHeader>;
@@ -134,7 +135,8 @@ export class DpopVerifier {
     const keyMatchesAlg = alg === 'ES256' ? jwk.kty === 'EC' && jwk.crv === 'P-256' : jwk.kty === 'OKP' && jwk.crv === 'Ed25519';
     if (!keyMatchesAlg) refuse('the DPoP proof jwk does not match its alg');
 
-    // 3. Signature by that key.
+    // 3. Signature by that key. jose checks the signature before the claims, so a claim it
+    // refuses (a non-numeric iat, a past exp) is named as such, not as a bad signature.
     let payload: JWTPayload;
     try {
       const key = await importJWK(jwk, alg);
@@ -143,7 +145,11 @@ export class DpopVerifier {
         algorithms: [alg as string],
         currentDate: this.options.clock.now(),
       }));
-    } catch {
+    } catch (error) {
+      if (error instanceof joseErrors.JWTClaimValidationFailed || error instanceof joseErrors.JWTExpired) {
+        return refuse(`the DPoP proof ${error.claim} claim is not valid`);
+      }
+      if (error instanceof joseErrors.JWTInvalid || error instanceof joseErrors.JWSInvalid) return refuse('the DPoP proof is not a well-formed JWT');
       return refuse('the DPoP proof signature is invalid');
     }
 
@@ -151,7 +157,9 @@ export class DpopVerifier {
     const { jti, htm, htu, iat, ath, nonce } = payload as JWTPayload & { htm?: unknown; htu?: unknown; ath?: unknown; nonce?: unknown };
     if (typeof jti !== 'string' || jti.length < 1 || jti.length > MAX_JTI_LENGTH) refuse(`the DPoP proof needs a jti of 1 to ${MAX_JTI_LENGTH} characters`);
     if (htm !== expected.method.toUpperCase()) refuse('the DPoP proof htm does not match the request method');
-    if (typeof htu !== 'string' || normaliseHtu(htu) !== normaliseHtu(expected.url)) refuse('the DPoP proof htu does not match the request URL');
+    // An unparseable request URL matches nothing (two undefineds are not a match).
+    const expectedHtu = normaliseHtu(expected.url);
+    if (expectedHtu === undefined || typeof htu !== 'string' || normaliseHtu(htu) !== expectedHtu) refuse('the DPoP proof htu does not match the request URL');
     const now = this.options.clock.now().getTime() / 1000;
     if (typeof iat !== 'number' || !Number.isFinite(iat)) return refuse('the DPoP proof needs an iat');
     if (iat > now + this.options.futureSkewSeconds) refuse('the DPoP proof was issued in the future');
@@ -176,8 +184,11 @@ export class DpopVerifier {
     }
 
     // 8. Never seen before within the window: one proof, one request.
-    const replayKey = sha256base64url(`${jkt}\n${expected.method.toUpperCase()}\n${normaliseHtu(expected.url)}\n${jti}`);
-    const expiresAt = new Date((iat + this.options.windowSeconds + this.options.futureSkewSeconds) * 1000);
+    const replayKey = sha256base64url(`${jkt}\n${expected.method.toUpperCase()}\n${expectedHtu}\n${jti}`);
+    // Remembered past the last instant the iat check still accepts the proof (iat + window,
+    // inclusive): a cache entry protects only strictly before its expiry. The skew is margin for
+    // replicas whose clocks differ; one more second keeps the bound strict when the skew is 0.
+    const expiresAt = new Date((iat + this.options.windowSeconds + this.options.futureSkewSeconds + 1) * 1000);
     if (!(await this.options.replay.unique(replayKey, expiresAt))) refuse('the DPoP proof was already used');
 
     return { jkt, jti };

@@ -1,0 +1,138 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { calculateJwkThumbprint, CompactSign, decodeJwt, exportJWK, generateKeyPair, type CryptoKey, type JWK } from 'jose';
+import type * as DPoP from 'dpop';
+import { DeviceEntity } from '../../src/modules/devices/entities.js';
+import type { TestPlatform } from './platform.js';
+
+/**
+ * A forger of DPoP proofs for tests: every header member and claim can be set, removed or made
+ * wrong one at a time, and `iat` follows the test's ManualClock (the `dpop` package always signs
+ * with the real time). With no overrides it makes a valid proof, the control of every refusal.
+ */
+
+export type ProofKeyAlg = 'ES256' | 'Ed25519' | 'RS256' | 'ES384';
+
+export interface ProofKey {
+  /** The `alg` a proof signed by this key carries by default (`Ed25519`, as the `dpop` package does). */
+  alg: string;
+  privateKey: CryptoKey;
+  /** The public key as it goes into the `jwk` header. */
+  publicJwk: JWK;
+  /** RFC 7638 SHA-256 thumbprint: what a token is bound to. */
+  jkt: string;
+}
+
+async function describeKey(alg: string, privateKey: CryptoKey, publicKey: CryptoKey): Promise<ProofKey> {
+  const { kty, crv, x, y, n, e } = await exportJWK(publicKey);
+  const publicJwk = Object.fromEntries(Object.entries({ kty, crv, x, y, n, e }).filter(([, value]) => value !== undefined)) as JWK;
+  return { alg, privateKey, publicJwk, jkt: await calculateJwkThumbprint(publicJwk, 'sha256') };
+}
+
+/** A fresh key pair; its private key is extractable (to put `d` in a `jwk`). */
+export async function newProofKey(alg: ProofKeyAlg): Promise<ProofKey> {
+  const pair = await generateKeyPair(alg, { extractable: true });
+  return describeKey(alg, pair.privateKey, pair.publicKey);
+}
+
+/** The key pair the `dpop` package made (an enrolled device's), for the forger. */
+export async function proofKeyOf(keys: DPoP.KeyPair): Promise<ProofKey> {
+  const algorithm = keys.privateKey.algorithm as { name: string; namedCurve?: string };
+  const alg = algorithm.name === 'ECDSA' ? 'ES256' : algorithm.name === 'Ed25519' ? 'Ed25519' : undefined;
+  if (!alg) throw new Error(`proofKeyOf: unexpected key algorithm ${algorithm.name}`);
+  return describeKey(alg, keys.privateKey, keys.publicKey);
+}
+
+/** The private key as a JWK (with `d`); the key must have been made by `newProofKey`. */
+export async function privateJwkOf(key: ProofKey): Promise<JWK> {
+  return exportJWK(key.privateKey);
+}
+
+export function sha256base64url(value: string): string {
+  return createHash('sha256').update(value, 'ascii').digest('base64url');
+}
+
+/** Whole seconds of a clock, as `iat` carries them. */
+export function epochSeconds(date: Date): number {
+  return Math.floor(date.getTime() / 1000);
+}
+
+export interface ForgeOptions {
+  htm: string;
+  htu: string;
+  /** Seconds since the epoch. */
+  iat: number;
+  /** Sets `ath` to its hash. */
+  accessToken?: string;
+  nonce?: string;
+  /** Default: a fresh UUID. */
+  jti?: string;
+  /** Merged over `{ typ, alg, jwk }`; a member set to `undefined` is left out. */
+  header?: Record<string, unknown>;
+  /** Merged over `{ jti, htm, htu, iat, ath, nonce }`; a member set to `undefined` is left out. */
+  claims?: Record<string, unknown>;
+  /** Sign with this key (or HMAC secret) instead of the proof key; `'none'`: an unsecured JWT. */
+  signWith?: CryptoKey | Uint8Array | 'none';
+  /** Pad the proof (a `pad` claim, and a `pad` header member when needed) to exactly this many characters. */
+  length?: number;
+}
+
+function withoutUndefined(value: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(value).filter(([, member]) => member !== undefined));
+}
+
+const encoder = new TextEncoder();
+const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
+
+/** Base64url length (no padding) of n bytes. */
+const b64Length = (bytes: number): number => Math.ceil((bytes * 4) / 3);
+
+async function sign(header: Record<string, unknown>, claims: Record<string, unknown>, key: CryptoKey | Uint8Array | 'none'): Promise<string> {
+  if (key === 'none') return `${b64(header)}.${b64(claims)}.`;
+  return new CompactSign(encoder.encode(JSON.stringify(claims))).setProtectedHeader(header as { alg: string }).sign(key);
+}
+
+/** A DPoP proof made by `key`, valid for the given request unless told otherwise. */
+export async function forgeProof(key: ProofKey, options: ForgeOptions): Promise<string> {
+  const header = withoutUndefined({ typ: 'dpop+jwt', alg: key.alg, jwk: key.publicJwk, ...options.header });
+  const claims = withoutUndefined({
+    jti: options.jti ?? randomUUID(),
+    htm: options.htm,
+    htu: options.htu,
+    iat: options.iat,
+    ath: options.accessToken === undefined ? undefined : sha256base64url(options.accessToken),
+    nonce: options.nonce,
+    ...options.claims,
+  });
+  const signingKey = options.signWith ?? key.privateKey;
+  if (options.length === undefined) return sign(header, claims, signingKey);
+
+  // Signature length of a real signature with this key: sign once and measure.
+  const signatureLength = (await sign(header, claims, signingKey)).split('.')[2]!.length;
+  const target = options.length;
+  // JSON grows one byte per padding character; find a header pad (0-3) and claim pad that land on target.
+  for (let headerPad = 0; headerPad < 4; headerPad += 1) {
+    const paddedHeader = headerPad === 0 ? header : { ...header, pad: 'h'.repeat(headerPad) };
+    const headerLength = b64Length(Buffer.byteLength(JSON.stringify(paddedHeader)));
+    const emptyClaims = Buffer.byteLength(JSON.stringify({ ...claims, pad: '' }));
+    for (let claimPad = 0; claimPad < target; claimPad += 1) {
+      const total = headerLength + 1 + b64Length(emptyClaims + claimPad) + 1 + signatureLength;
+      if (total > target) break;
+      if (total === target) {
+        const proof = await sign(paddedHeader, { ...claims, pad: 'p'.repeat(claimPad) }, signingKey);
+        if (proof.length !== target) throw new Error(`forgeProof: made ${proof.length} characters, wanted ${target}`);
+        return proof;
+      }
+    }
+  }
+  throw new Error(`forgeProof: cannot make a proof of exactly ${target} characters`);
+}
+
+/** The claims of a proof (to read the `iat` the `dpop` package put in). */
+export function proofClaims(proof: string): Record<string, unknown> {
+  return decodeJwt(proof) as Record<string, unknown>;
+}
+
+/** Binds a device's tokens to another key, as if it had enrolled with it. */
+export async function bindDevice(platform: TestPlatform, deviceId: string, key: ProofKey): Promise<void> {
+  await platform.dataSource.manager.update(DeviceEntity, { id: deviceId }, { dpopJkt: key.jkt });
+}
