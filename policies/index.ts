@@ -2,12 +2,15 @@ import { AbilityBuilder, createMongoAbility, ForbiddenError, subject } from '@ca
 import { forbidden } from '../src/http/errors.js';
 import { organisationRules } from './organisation.js';
 import { projectRules } from './project.js';
+import { deviceRules } from './device.js';
+import { policyRules } from './policy.js';
+import { activityRules } from './activity.js';
 import type { Action, Actor, AppAbility } from './subjects.js';
 
 export type { Action, Actor, AppAbility } from './subjects.js';
 
 /** Every subject's rules, in one list; a new subject adds its file here. */
-const RULES = [organisationRules, projectRules];
+const RULES = [organisationRules, projectRules, deviceRules, policyRules, activityRules];
 
 /** The caller's ability, built per request from principal, organisation role and project roles. */
 export function defineAbilityFor(actor: Actor): AppAbility {

@@ -1,4 +1,6 @@
 import { randomInt } from 'node:crypto';
+import { subject } from '@casl/ability';
+import { defineAbilityFor } from '../../../policies/index.js';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { OrganisationRole } from '../../auth/principal.js';
 import { isUniqueViolation } from '../../db/errors.js';
@@ -155,8 +157,12 @@ export class DeviceCodeService {
     return record;
   }
 
-  /** One poll of the token endpoint (RFC 8628 3.4/3.5), after any DPoP proof was verified. */
-  async poll(record: DeviceAuthorizationRecord): Promise<TokenAnswer> {
+  /**
+   * One poll of the token endpoint (RFC 8628 3.4/3.5), after any DPoP proof was verified.
+   * `proofJkt` is the key of that proof: a code asked for without `dpop_jkt` gets its tokens
+   * bound to the key the poll proved (RFC 9449 5), a bound code keeps its own.
+   */
+  async poll(record: DeviceAuthorizationRecord, proofJkt?: string): Promise<TokenAnswer> {
     const now = this.clock.now();
     const manager = this.dataSource.manager;
     if (record.status === 'redeemed') {
@@ -175,16 +181,19 @@ export class DeviceCodeService {
       await manager.update(DeviceAuthorizationEntity, { id: record.id }, { lastPolledAt: now });
       throw oauthError('authorization_pending', 'the request has not been approved yet');
     }
-    return this.redeem(record, now);
+    return this.redeem(record, now, record.dpopJkt ?? proofJkt ?? null);
   }
 
-  private async redeem(record: DeviceAuthorizationRecord, now: Date): Promise<TokenAnswer> {
+  private async redeem(record: DeviceAuthorizationRecord, now: Date, dpopJkt: string | null): Promise<TokenAnswer> {
     const organisationId = record.organisationId;
     const approverId = record.decidedBy;
     if (!organisationId || !approverId) throw oauthError('invalid_grant', 'the device code is not valid');
     // The approver's membership is checked again when the tokens are handed out.
     const role = await this.organisations.roleOf(organisationId, approverId);
-    if (!role || (record.kind === 'node' && role === 'member')) {
+    if (!role || !mayApproveKind(record.kind, role, organisationId)) {
+      // Final, as RFC 8628 makes access_denied: the person regaining the role later must not
+      // revive an approval they could no longer give.
+      await this.dataSource.manager.update(DeviceAuthorizationEntity, { id: record.id, status: 'approved' }, { status: 'denied' });
       throw oauthError('access_denied', 'the person who approved this device may no longer approve it');
     }
     const device: DeviceRecord = {
@@ -197,7 +206,7 @@ export class DeviceCodeService {
       nodeId: null,
       enrolledVia: 'device_code',
       joinKeyId: null,
-      dpopJkt: record.dpopJkt,
+      dpopJkt,
       scope: scopeString(record.kind),
       createdAt: now,
       lastSeenAt: null,
@@ -253,29 +262,20 @@ export class DeviceCodeService {
     };
   }
 
-  /** Opens a pending code: the first signed-in person who does claims it. */
+  /**
+   * Opens a pending code and claims it for the approver: the first signed-in person who opens it
+   * is the only one who may approve or deny it. A node is refused before it is claimed, so a
+   * member who opens it cannot keep the owners and admins who may approve it away.
+   */
   async lookUp(userCode: string, approver: Approver): Promise<PendingDevice> {
     const record = await this.findForApprover(userCode, approver);
-    if (record.claimedBy === null) {
-      const result = await this.dataSource.manager
-        .createQueryBuilder()
-        .update(DeviceAuthorizationEntity)
-        .set({ claimedBy: approver.personId, claimedAt: this.clock.now() })
-        .where('id = :id AND claimed_by IS NULL', { id: record.id })
-        .execute();
-      if ((result.affected ?? 0) !== 1) return this.lookUp(userCode, approver);
-    } else if (record.claimedBy !== approver.personId) {
-      throw forbidden('another person has opened this code; only they may approve or deny it');
-    }
+    await this.claim(record, approver);
     return this.view(record, userCode);
   }
 
   async decide(userCode: string, approver: Approver, decision: 'approve' | 'deny'): Promise<PendingDevice> {
-    const pending = await this.lookUp(userCode, approver);
     const record = await this.findForApprover(userCode, approver);
-    if (decision === 'approve' && record.kind === 'node' && approver.role !== 'owner' && approver.role !== 'admin') {
-      throw forbidden('only owners and admins may approve a node');
-    }
+    await this.claim(record, approver);
     const result = await this.dataSource.manager
       .createQueryBuilder()
       .update(DeviceAuthorizationEntity)
@@ -285,9 +285,32 @@ export class DeviceCodeService {
         decidedAt: this.clock.now(),
         organisationId: approver.organisationId,
       })
+      // An approval that lands just past expiry is harmless: the poll refuses expired codes.
       .where("id = :id AND status = 'pending' AND claimed_by = :person", { id: record.id, person: approver.personId })
       .execute();
     if ((result.affected ?? 0) !== 1) throw notFound('no pending request has this code; check it, or ask the device for a new one');
-    return pending;
+    return this.view(record, userCode);
   }
+
+  private async claim(record: DeviceAuthorizationRecord, approver: Approver): Promise<void> {
+    if (!approver.role || !mayApproveKind(record.kind, approver.role, approver.organisationId)) throw forbidden('only owners and admins may approve a node');
+    if (record.claimedBy === approver.personId) return;
+    if (record.claimedBy !== null) throw forbidden('another person has opened this code; only they may approve or deny it');
+    const result = await this.dataSource.manager
+      .createQueryBuilder()
+      .update(DeviceAuthorizationEntity)
+      .set({ claimedBy: approver.personId, claimedAt: this.clock.now() })
+      .where('id = :id AND claimed_by IS NULL', { id: record.id })
+      .execute();
+    if ((result.affected ?? 0) === 1) return;
+    // Someone claimed it between our read and our write: it is theirs unless it was us.
+    const current = await this.dataSource.manager.findOneBy(DeviceAuthorizationEntity, { id: record.id });
+    if (current?.claimedBy !== approver.personId) throw forbidden('another person has opened this code; only they may approve or deny it');
+  }
+}
+
+/** Who may approve which kind of device is a rule of policies/device.ts. */
+export function mayApproveKind(kind: DeviceKind, role: OrganisationRole, organisationId: string): boolean {
+  const ability = defineAbilityFor({ kind: 'person', organisationId, personId: 'approver', role, projectRoles: new Map() });
+  return ability.can('approve', subject('DeviceRequest', { organisationId, kind }) as never);
 }

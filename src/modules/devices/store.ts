@@ -1,10 +1,35 @@
-import { IsNull, type DataSource, type EntityManager } from 'typeorm';
+import { In, IsNull, type DataSource, type EntityManager } from 'typeorm';
+import { PersonEntity } from '../organisation/entities.js';
 import {
   DeviceEntity,
   DeviceTokenEntity,
   type DeviceRecord,
   type DeviceTokenRecord,
 } from './entities.js';
+
+export interface Person {
+  id: string;
+  name: string;
+}
+
+/** Where a page of a newest-first list starts: after this row. */
+export interface PageAfter {
+  createdAt: Date;
+  id: string;
+}
+
+export interface Page<T> {
+  items: T[];
+  /** The last row of this page, when more rows follow it. */
+  more: PageAfter | undefined;
+}
+
+/** A page from a query that asked for one row more than `limit`. */
+export function pageOf<T extends PageAfter>(rows: T[], limit: number): Page<T> {
+  const items = rows.slice(0, limit);
+  const last = items[items.length - 1];
+  return { items, more: rows.length > limit && last ? { createdAt: last.createdAt, id: last.id } : undefined };
+}
 
 /** The only code that queries devices and their tokens. */
 export class DeviceStore {
@@ -31,6 +56,32 @@ export class DeviceStore {
       where: { organisationId, revokedAt: IsNull() },
       order: { createdAt: 'DESC', id: 'ASC' },
     });
+  }
+
+  /** The organisation's devices still enrolled, newest first; one row more than asked tells
+   * whether another page follows. */
+  async listDevicesPage(organisationId: string, limit: number, after: PageAfter | undefined): Promise<DeviceRecord[]> {
+    const query = this.manager
+      .createQueryBuilder(DeviceEntity, 'device')
+      .where('device.organisationId = :organisationId AND device.revokedAt IS NULL', { organisationId })
+      .orderBy('device.createdAt', 'DESC')
+      .addOrderBy('device.id', 'DESC')
+      .limit(limit + 1);
+    if (after) {
+      query.andWhere('(device.createdAt < :afterAt OR (device.createdAt = :afterAt AND device.id < :afterId))', {
+        afterAt: after.createdAt,
+        afterId: after.id,
+      });
+    }
+    return query.getMany();
+  }
+
+  /** Names of people (approvers, creators of join keys), by id. */
+  async people(ids: readonly string[]): Promise<Map<string, Person>> {
+    const unique = [...new Set(ids)];
+    if (!unique.length) return new Map();
+    const rows = await this.manager.find(PersonEntity, { where: { id: In(unique) }, select: { id: true, name: true } });
+    return new Map(rows.map((row) => [row.id, { id: row.id, name: row.name }]));
   }
 
   async insertTokens(tokens: DeviceTokenRecord[]): Promise<void> {

@@ -67,6 +67,8 @@ export class DeviceTokenService {
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
     private readonly lifetimes: TokenLifetimes,
+    /** Whether the device's person still belongs to its organisation (checked at every refresh). */
+    private readonly isMember: (organisationId: string, personId: string) => Promise<boolean> = async () => true,
   ) {
     this.store = new DeviceStore(dataSource);
   }
@@ -101,10 +103,15 @@ export class DeviceTokenService {
     return answer;
   }
 
-  /** The device of a refresh token, before any proof is checked (the proof needs its key). */
-  async deviceOfRefreshToken(refreshToken: string): Promise<DeviceRecord> {
+  /**
+   * The device of a refresh token, before any proof is checked (the proof needs its key).
+   * With `organisationId` (self-hosted: the organisation at the host), another organisation's
+   * token is refused like an unknown one.
+   */
+  async deviceOfRefreshToken(refreshToken: string, organisationId?: string): Promise<DeviceRecord> {
     const found = refreshToken.startsWith(REFRESH_TOKEN_PREFIX) ? await this.store.findTokenWithDevice(hashSecret(refreshToken)) : null;
     if (!found || found.token.kind !== 'refresh') throw invalidGrant('the refresh token is not valid');
+    if (organisationId !== undefined && found.device.organisationId !== organisationId) throw invalidGrant('the refresh token is not valid');
     return found.device;
   }
 
@@ -119,6 +126,12 @@ export class DeviceTokenService {
     const { token, device } = found;
     if (device.revokedAt || token.revokedAt) throw invalidGrant('the refresh token was revoked');
     if (token.expiresAt.getTime() <= now.getTime()) throw invalidGrant('the refresh token has expired');
+    // A device acts for the person who approved it: once they have left the organisation, its
+    // access ends with its current access token (at most an hour), and it must enrol again.
+    if (!(await this.isMember(device.organisationId, device.personId))) {
+      await this.store.revokeTokensOfDevice(device.id, now);
+      throw invalidGrant('the person who approved this device no longer belongs to the organisation');
+    }
 
     if (token.usedAt === null) {
       const { answer, rows } = this.newPair(device);
@@ -138,17 +151,17 @@ export class DeviceTokenService {
 
   private async replayOfUsedToken(refreshToken: string, tokenId: string, deviceId: string, now: Date): Promise<TokenAnswer> {
     const token = await this.store.findToken(tokenId);
-    if (token && token.graceSealed && token.graceUntil && token.graceUntil.getTime() > now.getTime() && !token.revokedAt) {
+    // Revoking erases the sealed copy, so a sealed copy means the device's tokens still stand.
+    if (token?.graceSealed && token.graceUntil && token.usedAt && token.graceUntil.getTime() > now.getTime() && !token.revokedAt) {
       const pair = unseal(token.graceSealed, refreshToken, token.id);
+      // The pair was issued when the token was marked used; what is left of its access lifetime.
+      const remaining = pair ? pair.expires_in - Math.ceil((now.getTime() - token.usedAt.getTime()) / 1000) : 0;
       const replacement = pair ? await this.store.findTokenWithDevice(hashSecret(pair.refresh_token)) : null;
-      // The same pair, as long as the replacement itself has not moved on.
-      if (pair && replacement && !replacement.token.usedAt && !replacement.token.revokedAt) {
-        const access = await this.store.findTokenWithDevice(hashSecret(pair.access_token));
-        if (access && !access.token.revokedAt) {
-          pair.expires_in = Math.max(1, Math.floor((access.token.expiresAt.getTime() - now.getTime()) / 1000));
-          return pair;
-        }
-      }
+      // The same pair, unless the device has moved on from it (refreshed it, or lost it). No row
+      // yet means the exchange that sealed it is still writing it: on SQLite every query shares
+      // one connection, so this read can land between the two statements of its transaction.
+      const movedOn = replacement !== null && (replacement.token.usedAt !== null || replacement.token.revokedAt !== null);
+      if (pair && remaining > 0 && !movedOn) return { ...pair, expires_in: remaining };
     }
     await this.store.revokeTokensOfDevice(deviceId, now);
     throw invalidGrant('the refresh token was already used; every token of this device has been revoked');

@@ -1,0 +1,357 @@
+import { authorize, defineAbilityFor, type Action } from '../../../policies/index.js';
+import type { Principal } from '../../auth/principal.js';
+import { invalidRequest, notFound } from '../../http/errors.js';
+import { defineRoute, type RouteDefinition } from '../../http/route.js';
+import { named, timestampSchema } from '../../http/schema.js';
+import type { OrganisationRecord } from '../organisation/entities.js';
+import { timestamp } from '../../util/clock.js';
+import type { DeviceRecord } from './entities.js';
+import {
+  JOIN_KEY_DEFAULT_TTL_SECONDS,
+  JOIN_KEY_MAX_TTL_SECONDS,
+  JOIN_KEY_MIN_TTL_SECONDS,
+  type JoinKeyService,
+  type JoinKeyView,
+} from './join-keys.js';
+import { pageOf, type DeviceStore, type PageAfter, type Person } from './store.js';
+import type { DeviceTokenService } from './tokens.js';
+
+/**
+ * Extensions for owners and admins: join keys (create, list, revoke) and the organisation's
+ * devices (list, revoke). A member is refused with 403; anything of another organisation is 404.
+ */
+
+const organisationHeader = {
+  'X-Platform-Organisation': {
+    description: "Cloud only, with a person's access token: the organisation id the request is for.",
+    schema: { type: 'string' },
+  },
+} as const;
+
+// Lists ----------------------------------------------------------------------------------------
+
+const DEFAULT_PAGE_SIZE = 50;
+const MAX_PAGE_SIZE = 200;
+
+const pageQuerySchema = {
+  type: 'object',
+  properties: {
+    limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, description: `Items per page (default ${DEFAULT_PAGE_SIZE}).` },
+    cursor: { type: 'string', minLength: 1, maxLength: 200, description: 'The `nextCursor` of the previous page.' },
+  },
+  additionalProperties: false,
+} as const;
+
+/** Opaque to clients: where the previous page ended in the newest-first order. */
+function encodeCursor(after: PageAfter): string {
+  return Buffer.from(JSON.stringify([after.createdAt.toISOString(), after.id]), 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string | undefined): PageAfter | undefined {
+  if (cursor === undefined) return undefined;
+  try {
+    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    const createdAt = new Date(typeof at === 'string' ? at : Number.NaN);
+    if (typeof id === 'string' && id.length <= 40 && !Number.isNaN(createdAt.getTime())) return { createdAt, id };
+  } catch {
+    // Falls through to the refusal below.
+  }
+  throw invalidRequest('query.cursor is not a cursor this list gave out', { field: 'query.cursor' });
+}
+
+const nextCursorSchema = {
+  type: 'string',
+  description: 'Pass as `cursor` for the next page; absent on the last page.',
+} as const;
+
+// Authorization --------------------------------------------------------------------------------
+
+/** Refuses (403) unless the caller may `action` on `type` records of their organisation at all. */
+function allow(principal: Principal | undefined, action: Action, type: 'JoinKey' | 'Device', record: { organisationId: string }) {
+  const ability = defineAbilityFor({ ...principal!, projectRoles: new Map() });
+  authorize(ability, action, type, record);
+}
+
+const personSchema = (description: string) =>
+  ({
+    type: 'object',
+    description,
+    required: ['id', 'name'],
+    properties: {
+      id: { type: 'string', description: 'Person id (`usr_…`).' },
+      name: { type: 'string', description: "The person's name (empty when the person no longer exists)." },
+    },
+    additionalProperties: false,
+  }) as const;
+
+// Join keys ------------------------------------------------------------------------------------
+
+const joinKeySchema = named('JoinKey', {
+  type: 'object',
+  description: 'Extension: a join key, without its value (shown once, when it is created).',
+  required: ['id', 'description', 'createdBy', 'createdAt', 'expiresAt', 'lastUsedAt', 'revokedAt', 'useCount', 'reusable', 'state'],
+  properties: {
+    id: { type: 'string', description: 'Join key id (`jk_…`); not the key.' },
+    description: { type: 'string', description: 'What the key is for, as its creator wrote it.' },
+    createdBy: personSchema('The owner or admin who created the key; recorded as the approver of every node it enrols.'),
+    createdAt: { ...timestampSchema, description: 'When the key was created.' },
+    expiresAt: { ...timestampSchema, description: 'When the key stops working.' },
+    lastUsedAt: { type: ['string', 'null'], format: 'date-time', description: 'When a node last joined with the key; null if none has.' },
+    revokedAt: { type: ['string', 'null'], format: 'date-time', description: 'When the key was revoked; null if it was not.' },
+    useCount: { type: 'integer', minimum: 0, description: 'How many nodes joined with the key.' },
+    reusable: { type: 'boolean', description: 'Whether the key enrols any number of nodes (otherwise one).' },
+    state: {
+      type: 'string',
+      enum: ['active', 'used', 'expired', 'revoked'],
+      description: '`active` (a node may join with it), `used` (single-use and used), `expired` or `revoked`.',
+    },
+  },
+  additionalProperties: false,
+} as const);
+
+const createdJoinKeySchema = named('CreatedJoinKey', {
+  type: 'object',
+  description: 'Extension: a new join key, with its value. This is the only time the value is shown: it is stored as a hash.',
+  required: ['key', 'joinKey'],
+  properties: {
+    key: {
+      type: 'string',
+      pattern: '^platform_jk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$',
+      description: 'The join key (`platform_jk_…`) to give the node; keep it secret.',
+    },
+    joinKey: joinKeySchema,
+  },
+  additionalProperties: false,
+} as const);
+
+const createJoinKeySchema = {
+  type: 'object',
+  description: 'A new join key.',
+  required: ['description'],
+  properties: {
+    description: { type: 'string', minLength: 1, maxLength: 500, pattern: '\\S', description: 'What the key is for (shown in the list).' },
+    expiresInSeconds: {
+      type: 'integer',
+      minimum: JOIN_KEY_MIN_TTL_SECONDS,
+      maximum: JOIN_KEY_MAX_TTL_SECONDS,
+      description: `Lifetime in seconds: ${JOIN_KEY_MIN_TTL_SECONDS} to ${JOIN_KEY_MAX_TTL_SECONDS} (90 days); default ${JOIN_KEY_DEFAULT_TTL_SECONDS} (24 hours).`,
+    },
+    reusable: { type: 'boolean', description: 'Enrol any number of nodes until expiry or revocation; default false (one node).' },
+  },
+  additionalProperties: false,
+} as const;
+
+const joinKeyParamsSchema = {
+  type: 'object',
+  required: ['joinKeyId'],
+  properties: { joinKeyId: { type: 'string', minLength: 1, maxLength: 40, description: 'Join key id (`jk_…`).' } },
+} as const;
+
+function joinKeyBody({ record, createdBy, state }: JoinKeyView) {
+  return {
+    id: record.id,
+    description: record.description,
+    createdBy,
+    createdAt: timestamp(record.createdAt),
+    expiresAt: timestamp(record.expiresAt),
+    lastUsedAt: record.usedAt ? timestamp(record.usedAt) : null,
+    revokedAt: record.revokedAt ? timestamp(record.revokedAt) : null,
+    useCount: record.useCount,
+    reusable: record.reusable,
+    state,
+  };
+}
+
+// Devices --------------------------------------------------------------------------------------
+
+const adminDeviceSchema = named('AdminDevice', {
+  type: 'object',
+  description: "Extension: an enrolled device of the organisation, as owners and admins see it.",
+  required: ['id', 'name', 'kind', 'workspaceId', 'nodeId', 'approver', 'enrolledVia', 'joinKeyId', 'createdAt', 'lastSeenAt', 'keyBound'],
+  properties: {
+    id: { type: 'string', description: 'Device id (`dev_…`).' },
+    name: { type: 'string', description: 'The device name.' },
+    kind: { type: 'string', enum: ['workbench', 'node'], description: 'A workbench or a node.' },
+    workspaceId: { type: ['string', 'null'], description: 'The workspace a workbench named when it asked to enrol; null for a node.' },
+    nodeId: { type: ['string', 'null'], description: "A node's own id from its manifest; null for a workbench." },
+    approver: personSchema('The person who approved the device, or who created the join key it enrolled with.'),
+    enrolledVia: { type: 'string', enum: ['device_code', 'join_key'], description: 'How the device enrolled.' },
+    joinKeyId: { type: ['string', 'null'], description: 'The join key it enrolled with; null for the device-code flow.' },
+    createdAt: { ...timestampSchema, description: 'When the device enrolled.' },
+    lastSeenAt: {
+      type: ['string', 'null'],
+      format: 'date-time',
+      description: 'When the device last used an access token (written at most once a minute); null if never.',
+    },
+    keyBound: { type: 'boolean', description: 'Whether its tokens are bound to a key it holds (DPoP).' },
+  },
+  additionalProperties: false,
+} as const);
+
+const deviceParamsSchema = {
+  type: 'object',
+  required: ['deviceId'],
+  properties: { deviceId: { type: 'string', minLength: 1, maxLength: 40, description: 'Device id (`dev_…`).' } },
+} as const;
+
+function deviceBody(device: DeviceRecord, people: Map<string, Person>) {
+  return {
+    id: device.id,
+    name: device.name,
+    kind: device.kind,
+    workspaceId: device.workspaceId,
+    nodeId: device.nodeId,
+    approver: people.get(device.personId) ?? { id: device.personId, name: '' },
+    enrolledVia: device.enrolledVia,
+    joinKeyId: device.joinKeyId,
+    createdAt: timestamp(device.createdAt),
+    lastSeenAt: device.lastSeenAt ? timestamp(device.lastSeenAt) : null,
+    keyBound: device.dpopJkt !== null,
+  };
+}
+
+// Routes ---------------------------------------------------------------------------------------
+
+export interface DeviceAdminRouteOptions {
+  joinKeys: JoinKeyService;
+  devices: DeviceStore;
+  tokens: DeviceTokenService;
+}
+
+const ADMIN_ROUTE = {
+  tag: 'Devices',
+  extension: true,
+  tenant: true,
+  auth: ['person', 'cloud-session'],
+  headers: organisationHeader,
+} as const;
+
+export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRouteOptions): RouteDefinition[] {
+  const organisationOf = (tenant: OrganisationRecord | undefined) => ({ organisationId: tenant!.id });
+
+  return [
+    defineRoute({
+      ...ADMIN_ROUTE,
+      method: 'post',
+      path: '/platform/v1/join-keys',
+      operationId: 'createJoinKey',
+      summary: 'Create a join key (owners and admins)',
+      description:
+        'A key enrols nodes at `POST /relay/v1/device/join` with no approval step; the creator is recorded as their approver, ' +
+        'and the key stops working if the creator is no longer an owner or admin. The answer is the only place the key appears.',
+      schemas: { body: createJoinKeySchema },
+      responses: { 201: { description: 'The key, shown this once.', schema: createdJoinKeySchema, headers: { 'Cache-Control': { description: '`no-store`: the answer holds a secret.', schema: { type: 'string' } } } } },
+      handler: async ({ body, principal, tenant }) => {
+        allow(principal, 'create', 'JoinKey', organisationOf(tenant));
+        const { key, view } = await joinKeys.create({
+          organisationId: tenant!.id,
+          createdBy: principal!.personId!,
+          description: body.description.trim(),
+          expiresInSeconds: body.expiresInSeconds ?? JOIN_KEY_DEFAULT_TTL_SECONDS,
+          reusable: body.reusable ?? false,
+        });
+        return { status: 201, headers: { 'Cache-Control': 'no-store' }, body: { key, joinKey: joinKeyBody(view) } };
+      },
+    }),
+
+    defineRoute({
+      ...ADMIN_ROUTE,
+      method: 'get',
+      path: '/platform/v1/join-keys',
+      operationId: 'listJoinKeys',
+      summary: "The organisation's join keys, newest first (owners and admins)",
+      description: 'Every key, in every state; never a key\'s value.',
+      schemas: { query: pageQuerySchema },
+      responses: {
+        200: {
+          description: 'A page of join keys.',
+          schema: {
+            type: 'object',
+            description: 'A page of join keys.',
+            required: ['joinKeys'],
+            properties: { joinKeys: { type: 'array', items: joinKeySchema, description: 'Join keys, newest first.' }, nextCursor: nextCursorSchema },
+            additionalProperties: false,
+          },
+        },
+      },
+      handler: async ({ query, principal, tenant }) => {
+        allow(principal, 'read', 'JoinKey', organisationOf(tenant));
+        const page = await joinKeys.list(tenant!.id, query.limit ?? DEFAULT_PAGE_SIZE, decodeCursor(query.cursor));
+        return {
+          status: 200,
+          body: { joinKeys: page.items.map(joinKeyBody), ...(page.more ? { nextCursor: encodeCursor(page.more) } : {}) },
+        };
+      },
+    }),
+
+    defineRoute({
+      ...ADMIN_ROUTE,
+      method: 'delete',
+      path: '/platform/v1/join-keys/{joinKeyId}',
+      operationId: 'revokeJoinKey',
+      summary: 'Revoke a join key (owners and admins)',
+      description: 'The key stops working at once; revoking twice is harmless. Nodes it already enrolled keep working: revoke those at `DELETE /platform/v1/devices/{deviceId}`.',
+      schemas: { params: joinKeyParamsSchema },
+      responses: { 204: { description: 'Revoked.' } },
+      handler: async ({ params, principal, tenant }) => {
+        // The role first, so that a member learns nothing of which keys exist.
+        allow(principal, 'delete', 'JoinKey', organisationOf(tenant));
+        const record = await joinKeys.find(tenant!.id, params.joinKeyId);
+        allow(principal, 'delete', 'JoinKey', record);
+        await joinKeys.revoke(record);
+        return { status: 204 };
+      },
+    }),
+
+    defineRoute({
+      ...ADMIN_ROUTE,
+      method: 'get',
+      path: '/platform/v1/devices',
+      operationId: 'listDevices',
+      summary: "The organisation's enrolled devices, newest first (owners and admins)",
+      description: 'Devices still enrolled; a revoked device is no longer listed.',
+      schemas: { query: pageQuerySchema },
+      responses: {
+        200: {
+          description: 'A page of devices.',
+          schema: {
+            type: 'object',
+            description: 'A page of devices.',
+            required: ['devices'],
+            properties: { devices: { type: 'array', items: adminDeviceSchema, description: 'Devices, newest first.' }, nextCursor: nextCursorSchema },
+            additionalProperties: false,
+          },
+        },
+      },
+      handler: async ({ query, principal, tenant }) => {
+        allow(principal, 'read', 'Device', organisationOf(tenant));
+        const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+        const page = pageOf(await devices.listDevicesPage(tenant!.id, limit, decodeCursor(query.cursor)), limit);
+        const people = await devices.people(page.items.map((device) => device.personId));
+        return {
+          status: 200,
+          body: { devices: page.items.map((device) => deviceBody(device, people)), ...(page.more ? { nextCursor: encodeCursor(page.more) } : {}) },
+        };
+      },
+    }),
+
+    defineRoute({
+      ...ADMIN_ROUTE,
+      method: 'delete',
+      path: '/platform/v1/devices/{deviceId}',
+      operationId: 'revokeDevice',
+      summary: 'Revoke a device (owners and admins)',
+      description: 'Every token of the device stops working at once; the device must enrol again. Revoking twice is harmless.',
+      schemas: { params: deviceParamsSchema },
+      responses: { 204: { description: 'Revoked.' } },
+      handler: async ({ params, principal, tenant }) => {
+        allow(principal, 'delete', 'Device', organisationOf(tenant));
+        const device = await devices.findDevice(params.deviceId);
+        if (!device || device.organisationId !== tenant!.id) throw notFound('no device has this id');
+        allow(principal, 'delete', 'Device', device);
+        if (!device.revokedAt) await tokens.revokeDevice(device.id);
+        return { status: 204 };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,389 @@
+import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
+import type { Deployment } from '../../config.js';
+import { ApiError } from '../../http/errors.js';
+import type { RateLimitRule } from '../../http/rate-limit.js';
+import { safeEqual } from '../../util/secrets.js';
+import type { OrganisationRecord } from '../organisation/entities.js';
+import type { OrganisationService } from '../organisation/service.js';
+import { USER_CODE_ADDRESS_RATE_LIMIT, USER_CODE_PERSON_RATE_LIMIT } from './approval-routes.js';
+import { formatUserCode, normaliseUserCode, type Approver, type DeviceCodeService } from './device-code.js';
+import { contentSecurityPolicy, decidedPage, devicePage, entryPage, messagePage, signInPage } from './page-html.js';
+import { csrfTokenOf, type WebSessions } from './page-session.js';
+import { issuerSettingsOf, SignInFailed, type ApproverSignIn } from './page-sign-in.js';
+
+/**
+ * The approval page at `verification_uri` (`/device`): a person signs in, sees what is asking
+ * to join, and approves or denies it. Server-rendered HTML with plain forms; no script at all.
+ *
+ *   GET  /device[?user_code=…]  enter a code / sign in / see the device (claims the code)
+ *   POST /device/sign-in        start sign-in at the organisation's provider (PKCE, state, nonce)
+ *   GET  /device/callback       the provider's answer: a short-lived session, then back to /device
+ *   POST /device/decision       approve or deny (synchronizer token + Origin check)
+ *   POST /device/sign-out       end the session
+ *
+ * These are pages, not API operations: they answer HTML, are mounted beside the route registry
+ * and stay out of the OpenAPI document (which describes the JSON API; the console's JSON approval
+ * operations are there). Every answer is `no-store`, framed by nobody, and under a CSP that lets
+ * nothing load but the page's own hashed stylesheet.
+ */
+
+/** Each sign-in start stores a row and sends the browser to the provider. */
+export const PAGE_SIGN_IN_LIMIT: RateLimitRule = { name: 'device-page-sign-in-address', by: 'address', limit: 30, windowMs: 60_000 };
+
+export interface ApprovalPageOptions {
+  deployment: Deployment;
+  baseUrl: string | undefined;
+  deviceCodes: DeviceCodeService;
+  organisations: OrganisationService;
+  sessions: WebSessions;
+  /** Self-hosted: the organisation's provider. Cloud: none until Cloud sessions arrive. */
+  signIn: ApproverSignIn | undefined;
+  tenancy: RequestHandler;
+  rateLimit: (rule: RateLimitRule) => RequestHandler;
+}
+
+const COOKIE = 'platform_device';
+/** `__Host-`: only ever set by this exact origin over https, for the whole origin, never a domain. */
+const SECURE_COOKIE = `__Host-${COOKIE}`;
+
+const FORM_BODY_LIMIT = '4kb';
+
+class PageAnswer extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: string,
+  ) {
+    super('page answer');
+  }
+}
+
+const stop = (status: number, body: string): PageAnswer => new PageAnswer(status, body);
+
+function single(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+function readCookie(req: Request, name: string): string | undefined {
+  const header = req.headers.cookie;
+  if (!header || header.length > 8192) return undefined;
+  for (const part of header.split(';')) {
+    const index = part.indexOf('=');
+    if (index < 0) continue;
+    if (part.slice(0, index).trim() === name) return part.slice(index + 1).trim() || undefined;
+  }
+  return undefined;
+}
+
+function runMiddleware(handler: RequestHandler, req: Request, res: Response): Promise<void> {
+  return new Promise((resolve, reject) => {
+    void handler(req, res, (error?: unknown) => (error ? reject(error) : resolve()));
+  });
+}
+
+export function approvalPage(options: ApprovalPageOptions): Router {
+  const { deviceCodes, organisations, sessions, signIn } = options;
+  const router = express.Router();
+  const form = express.urlencoded({ extended: false, limit: FORM_BODY_LIMIT, parameterLimit: 10 });
+
+  const secureRequest = (req: Request): boolean =>
+    options.deployment === 'cloud' && options.baseUrl ? options.baseUrl.startsWith('https:') : req.secure;
+  const originOf = (req: Request): string =>
+    options.deployment === 'cloud' && options.baseUrl ? options.baseUrl : `${req.protocol}://${req.host}`;
+  const cookieName = (req: Request): string => (secureRequest(req) ? SECURE_COOKIE : COOKIE);
+
+  function setCookie(req: Request, res: Response, value: string, maxAgeSeconds: number): void {
+    const attributes = [`${cookieName(req)}=${value}`, 'Path=/', `Max-Age=${maxAgeSeconds}`, 'HttpOnly', 'SameSite=Lax'];
+    if (secureRequest(req)) attributes.push('Secure');
+    res.append('Set-Cookie', attributes.join('; '));
+  }
+
+  function clearCookie(req: Request, res: Response): void {
+    setCookie(req, res, '', 0);
+  }
+
+  function send(res: Response, status: number, body: string, formTargets: readonly string[] = []): void {
+    res
+      .status(status)
+      .set({
+        'Content-Type': 'text/html; charset=utf-8',
+        'Content-Security-Policy': contentSecurityPolicy(formTargets),
+        'Cache-Control': 'no-store',
+        // Form posts carry a real Origin (the CSRF check reads it; `no-referrer` would make it
+        // `null`), and no Referer ever holds more than the origin: a user code in this page's
+        // address reaches neither the provider nor the logs.
+        'Referrer-Policy': 'strict-origin',
+        'X-Frame-Options': 'DENY',
+      })
+      .send(body);
+  }
+
+  /** Form posts must come from a page of this origin: Fetch Metadata, then Origin, then Referer. */
+  function requireSameOrigin(req: Request): void {
+    const origin = originOf(req);
+    const site = req.get('sec-fetch-site');
+    const sentOrigin = req.get('origin');
+    const referer = req.get('referer');
+    let same: boolean;
+    if (site !== undefined && site !== 'same-origin') same = false;
+    else if (sentOrigin !== undefined) same = sentOrigin === origin;
+    else if (referer !== undefined) same = referer === origin || referer.startsWith(`${origin}/`);
+    else same = false;
+    if (!same) {
+      throw stop(403, messagePage({ title: 'Request refused', message: 'This form was not sent from this site. Open the page again and use its buttons.', next: 'start-again' }));
+    }
+  }
+
+  function requireFormBody(req: Request): Record<string, unknown> {
+    if (!req.is('application/x-www-form-urlencoded')) {
+      throw stop(415, messagePage({ title: 'Request refused', message: 'This address only takes the forms of the page.', next: 'start-again' }));
+    }
+    return (req.body ?? {}) as Record<string, unknown>;
+  }
+
+  function tenantOf(req: Request): OrganisationRecord {
+    const organisation = req.context.tenant;
+    if (!organisation) throw new Error('the approval page runs after tenancy');
+    return organisation;
+  }
+
+  /** Cloud has no person sign-in yet; self-hosted needs the organisation's provider settings. */
+  function requireSignIn(req: Request): { signIn: ApproverSignIn; organisation: OrganisationRecord } {
+    if (!signIn) {
+      throw stop(
+        501,
+        messagePage({
+          title: 'Approve devices in the console',
+          message:
+            'Signing in on this page arrives with Cloud sessions. Until then, approve the code in the console, signed in to your organisation.',
+        }),
+      );
+    }
+    const organisation = tenantOf(req);
+    if (!issuerSettingsOf(organisation)) {
+      throw stop(
+        503,
+        messagePage({ title: 'Sign-in is not set up', message: 'This organisation has not connected its identity provider yet. Ask an administrator.' }),
+      );
+    }
+    return { signIn, organisation };
+  }
+
+  /** The signed-in session of the cookie, and the person as an approver (their role now). */
+  async function currentSession(req: Request, organisation: OrganisationRecord) {
+    const secret = readCookie(req, cookieName(req));
+    if (!secret) return undefined;
+    const session = await sessions.find(secret, organisation.id);
+    if (!session) return undefined;
+    const role = await organisations.roleOf(organisation.id, session.personId);
+    // No longer a member: the session is worth nothing.
+    if (!role) return undefined;
+    const approver: Approver = { personId: session.personId, organisationId: organisation.id, role };
+    return { secret, session, approver, csrf: csrfTokenOf(secret), signedIn: { name: session.personName, csrf: csrfTokenOf(secret) } };
+  }
+
+  /**
+   * Look-ups and decisions count against the address and the person, on the same counters as
+   * the console's JSON approval operations: a code is guessed once, wherever it is tried.
+   */
+  async function limitLookUps(req: Request, res: Response, approver: Approver): Promise<void> {
+    await runMiddleware(options.rateLimit(USER_CODE_ADDRESS_RATE_LIMIT), req, res);
+    req.context.principal = {
+      kind: 'person',
+      organisationId: approver.organisationId,
+      personId: approver.personId,
+      role: approver.role,
+      deviceId: undefined,
+      scopes: [],
+    };
+    await runMiddleware(options.rateLimit(USER_CODE_PERSON_RATE_LIMIT), req, res);
+  }
+
+  /** A code the service refuses to show: unknown, expired, decided, another organisation's, or not this person's to decide. */
+  function refusal(error: unknown, signedIn: { name: string; csrf: string }): unknown {
+    if (error instanceof ApiError && error.status === 404) {
+      return stop(
+        404,
+        messagePage({
+          title: 'No pending request has this code',
+          message: 'Check the code on the device. If it has expired or was already used, ask the device for a new one.',
+          next: 'enter-code',
+          signedIn,
+        }),
+      );
+    }
+    if (error instanceof ApiError && error.status === 403) {
+      return stop(403, messagePage({ title: 'You cannot decide this request', message: `${capitalise(error.message)}.`, next: 'enter-code', signedIn }));
+    }
+    return error;
+  }
+
+  function codeFrom(raw: string | undefined, signedIn?: { name: string; csrf: string }): string | undefined {
+    if (raw === undefined || raw.trim() === '') return undefined;
+    const code = normaliseUserCode(raw);
+    if (!code) {
+      throw stop(400, entryPage({ error: 'That is not a device code. It has eight letters, like BCDF-GHJK.', value: raw.slice(0, 20), signedIn }));
+    }
+    return formatUserCode(code);
+  }
+
+  // GET /device ---------------------------------------------------------------------------------
+  async function show(req: Request, res: Response): Promise<void> {
+    const { signIn, organisation } = requireSignIn(req);
+    const current = await currentSession(req, organisation);
+    const fromQuery = codeFrom(single(req.query.user_code), current?.signedIn);
+    if (!current) {
+      if (!fromQuery) return send(res, 200, entryPage({}));
+      // Nothing about a code is looked up before sign-in: the page cannot be used to probe codes.
+      const formTargets = await signIn.formTargets(organisation);
+      return send(res, 200, signInPage({ userCode: fromQuery, organisationName: organisation.name }), formTargets);
+    }
+    const userCode = fromQuery ?? current.session.userCode;
+    if (!userCode) return send(res, 200, entryPage({ signedIn: current.signedIn }));
+    await limitLookUps(req, res, current.approver);
+    let device;
+    try {
+      device = await deviceCodes.lookUp(userCode, current.approver);
+    } catch (error) {
+      // A remembered code that can no longer be shown is forgotten, so /device asks for another.
+      if (!fromQuery && current.session.userCode) await sessions.forgetUserCode(current.secret, current.session);
+      throw refusal(error, current.signedIn);
+    }
+    send(res, 200, devicePage(device, { csrf: current.csrf, signedIn: current.signedIn, organisationName: organisation.name }));
+  }
+
+  // POST /device/sign-in ------------------------------------------------------------------------
+  async function startSignIn(req: Request, res: Response): Promise<void> {
+    requireSameOrigin(req);
+    const body = requireFormBody(req);
+    const { signIn, organisation } = requireSignIn(req);
+    const userCode = codeFrom(single(body.user_code));
+    const previous = readCookie(req, cookieName(req));
+    if (previous) await sessions.end(previous);
+    const started = await signIn.start(organisation, `${originOf(req)}/device/callback`);
+    const { secret, maxAgeSeconds } = await sessions.beginSignIn(organisation.id, started.state, { ...started.checks, userCode });
+    setCookie(req, res, secret, maxAgeSeconds);
+    res.set({ 'Cache-Control': 'no-store', 'Referrer-Policy': 'strict-origin' }).redirect(303, started.redirectTo.href);
+  }
+
+  // GET /device/callback ------------------------------------------------------------------------
+  async function finishSignIn(req: Request, res: Response): Promise<void> {
+    const { signIn, organisation } = requireSignIn(req);
+    const secret = readCookie(req, cookieName(req));
+    const state = single(req.query.state);
+    const pending = secret && state ? await sessions.consumeSignIn(secret, organisation.id, state) : undefined;
+    if (!pending) {
+      throw stop(
+        400,
+        messagePage({
+          title: 'Sign-in could not be completed',
+          message: 'This sign-in was not started in this browser, took too long, or was already used. Start again.',
+          next: 'start-again',
+        }),
+      );
+    }
+    clearCookie(req, res);
+    const callbackUrl = new URL(req.originalUrl, originOf(req));
+    const person = await signIn.finish(organisation, callbackUrl, { state: state as string, ...pending }, req);
+    const session = await sessions.create(organisation.id, person.personId, { personName: person.displayName, userCode: pending.userCode });
+    res.removeHeader('Set-Cookie');
+    setCookie(req, res, session.secret, session.maxAgeSeconds);
+    // The code travels in the session, not in the address.
+    res.set({ 'Cache-Control': 'no-store', 'Referrer-Policy': 'strict-origin' }).redirect(303, '/device');
+  }
+
+  /** A form post of a signed-in session: same origin, and the session's synchronizer token. */
+  async function signedInPost(req: Request) {
+    requireSameOrigin(req);
+    const body = requireFormBody(req);
+    const { organisation } = requireSignIn(req);
+    const current = await currentSession(req, organisation);
+    if (!current) {
+      throw stop(401, messagePage({ title: 'You are signed out', message: 'Your session has ended. Sign in again to continue.', next: 'start-again' }));
+    }
+    const csrf = single(body.csrf);
+    if (!csrf || !safeEqual(csrf, current.csrf)) {
+      throw stop(403, messagePage({ title: 'Request refused', message: 'This form is out of date. Open the page again and use its buttons.', next: 'start-again', signedIn: current.signedIn }));
+    }
+    return { body, organisation, current };
+  }
+
+  // POST /device/decision -----------------------------------------------------------------------
+  async function decide(req: Request, res: Response): Promise<void> {
+    const { body, current } = await signedInPost(req);
+    const decision = single(body.decision);
+    const userCode = codeFrom(single(body.user_code), current.signedIn);
+    if ((decision !== 'approve' && decision !== 'deny') || !userCode) {
+      throw stop(400, messagePage({ title: 'Request refused', message: 'Choose Approve or Deny on the page.', next: 'enter-code', signedIn: current.signedIn }));
+    }
+    await limitLookUps(req, res, current.approver);
+    let device;
+    try {
+      device = await deviceCodes.decide(userCode, current.approver, decision);
+    } catch (error) {
+      throw refusal(error, current.signedIn);
+    } finally {
+      if (current.session.userCode) await sessions.forgetUserCode(current.secret, current.session);
+    }
+    send(res, 200, decidedPage(device, decision, current.signedIn));
+  }
+
+  // POST /device/sign-out -----------------------------------------------------------------------
+  async function signOut(req: Request, res: Response): Promise<void> {
+    const { current } = await signedInPost(req);
+    await sessions.end(current.secret);
+    clearCookie(req, res);
+    res.set({ 'Cache-Control': 'no-store' }).redirect(303, '/device');
+  }
+
+  const page =
+    (handler: (req: Request, res: Response) => Promise<void>): RequestHandler =>
+    (req, res, next) => {
+      handler(req, res).catch(next);
+    };
+
+  router.get('/device', options.tenancy, page(show));
+  router.post('/device/sign-in', options.rateLimit(PAGE_SIGN_IN_LIMIT), options.tenancy, form, page(startSignIn));
+  router.get('/device/callback', options.tenancy, page(finishSignIn));
+  router.post('/device/decision', options.tenancy, form, page(decide));
+  router.post('/device/sign-out', options.tenancy, form, page(signOut));
+  router.use('/device', pageErrors(send));
+  return router;
+}
+
+function capitalise(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+type Send = (res: Response, status: number, body: string, formTargets?: readonly string[]) => void;
+
+/** Everything that goes wrong under /device is a page, never the API's JSON error body. */
+function pageErrors(send: Send) {
+  return (error: unknown, req: Request, res: Response, next: NextFunction): void => {
+    if (res.headersSent) return next(error);
+    if (error instanceof PageAnswer) return send(res, error.status, error.body);
+    if (error instanceof SignInFailed) {
+      const title = error.status === 502 ? 'Sign-in is not available' : 'Sign-in failed';
+      return send(res, error.status, messagePage({ title, message: `${capitalise(error.message)}.`, next: 'start-again' }));
+    }
+    if (error instanceof ApiError) {
+      if (error.code === 'unknown_tenant') {
+        return send(res, 404, messagePage({ title: 'Nothing here', message: 'No organisation is served at this address.' }));
+      }
+      res.set(error.headers);
+      if (error.status === 429) {
+        return send(res, 429, messagePage({ title: 'Too many attempts', message: `Too many codes were tried. ${capitalise(error.message.replace(/^too many requests; /, ''))}.` }));
+      }
+      if (error.status === 413) return send(res, 413, messagePage({ title: 'Request refused', message: 'The form was too large.', next: 'start-again' }));
+      if (error.status < 500) return send(res, error.status, messagePage({ title: 'Request refused', message: `${capitalise(error.message)}.`, next: 'start-again' }));
+    }
+    const parserError = error as { type?: string; status?: number };
+    if (parserError?.type === 'entity.too.large' || parserError?.type === 'parameters.too.many') {
+      return send(res, 413, messagePage({ title: 'Request refused', message: 'The form was too large.', next: 'start-again' }));
+    }
+    if (typeof parserError?.status === 'number' && parserError.status >= 400 && parserError.status < 500) {
+      return send(res, 400, messagePage({ title: 'Request refused', message: 'The form could not be read.', next: 'start-again' }));
+    }
+    req.log?.error({ err: error, requestId: req.context?.requestId }, 'approval page failed');
+    send(res, 500, messagePage({ title: 'Something went wrong', message: 'Something went wrong on our side. Please try again.', requestId: req.context?.requestId }));
+  };
+}

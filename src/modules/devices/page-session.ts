@@ -1,0 +1,221 @@
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { EntitySchema, LessThan, type DataSource } from 'typeorm';
+import type { Clock } from '../../util/clock.js';
+import { hashSecret, newSecret } from '../../util/secrets.js';
+
+/**
+ * Browser sessions of the approval page at `verification_uri` (`/device`).
+ *
+ * A row starts as a sign-in in progress (`signing_in`: the PKCE verifier, nonce and `state` of
+ * one authorization request) and is replaced by a signed-in session (`signed_in`) when the
+ * provider sends the person back. The browser holds only a random secret in an HttpOnly cookie;
+ * the row is found by the secret's SHA-256 hash, and whatever the row must keep secret (PKCE
+ * verifier, nonce, the user code being approved) is sealed with AES-256-GCM under a key derived
+ * from the cookie secret. Reading the table alone neither finishes a sign-in nor rides a session.
+ *
+ * Sign-ins are single use (consumed before the code is exchanged) and the signed-in session gets
+ * a new secret (no session fixation). Both stages are short-lived and end at a fixed time: no
+ * sliding expiry.
+ */
+
+export type WebSessionStage = 'signing_in' | 'signed_in';
+
+export interface WebSessionRecord {
+  /** SHA-256 (hex) of the cookie secret; the secret itself is never stored. */
+  idHash: string;
+  organisationId: string;
+  stage: WebSessionStage;
+  /** The signed-in person (`signed_in` only). */
+  personId: string | null;
+  /** SHA-256 of the authorization request's `state` (`signing_in` only). */
+  stateHash: string | null;
+  /** AES-256-GCM under a key derived from the cookie secret: the stage's private data. */
+  sealed: string;
+  expiresAt: Date;
+  createdAt: Date;
+}
+
+const when = (name: string) => ({ type: 'datetime', precision: 3, name }) as const;
+
+export const WebSessionEntity = new EntitySchema<WebSessionRecord>({
+  name: 'WebSession',
+  tableName: 'web_sessions',
+  columns: {
+    idHash: { type: 'varchar', length: 64, primary: true, name: 'id_hash' },
+    organisationId: { type: 'varchar', length: 40, name: 'organisation_id' },
+    stage: { type: 'varchar', length: 20 },
+    personId: { type: 'varchar', length: 40, name: 'person_id', nullable: true, default: null },
+    stateHash: { type: 'varchar', length: 64, name: 'state_hash', nullable: true, default: null },
+    sealed: { type: 'text' },
+    expiresAt: when('expires_at'),
+    createdAt: when('created_at'),
+  },
+  indices: [
+    { name: 'web_sessions_expires', columns: ['expiresAt'] },
+    { name: 'web_sessions_organisation', columns: ['organisationId'] },
+    { name: 'web_sessions_person', columns: ['personId'] },
+  ],
+  foreignKeys: [
+    { name: 'fk_web_sessions_organisation', target: 'Organisation', columnNames: ['organisationId'], referencedColumnNames: ['id'], onDelete: 'CASCADE' },
+    { name: 'fk_web_sessions_person', target: 'Person', columnNames: ['personId'], referencedColumnNames: ['id'], onDelete: 'CASCADE' },
+  ],
+});
+
+/** Cookie secrets carry a prefix like every other secret of the service. */
+export const WEB_SESSION_PREFIX = 'platform_ws_';
+
+/** What a sign-in in progress must remember until the provider sends the person back. */
+export interface PendingSignIn {
+  codeVerifier: string;
+  nonce: string;
+  /** The user code the person came to approve, if any: shown again after sign-in. */
+  userCode: string | undefined;
+}
+
+export interface SignedInSession {
+  organisationId: string;
+  personId: string;
+  personName: string;
+  /** The code being approved in this session (kept out of URLs after sign-in). */
+  userCode: string | undefined;
+  expiresAt: Date;
+}
+
+export interface WebSessionLifetimes {
+  /** From "Sign in" to the provider's answer. */
+  signInTtlSeconds: number;
+  /** A signed-in session, from sign-in; it is not extended by use. */
+  sessionTtlSeconds: number;
+}
+
+export const DEFAULT_WEB_SESSION_LIFETIMES: WebSessionLifetimes = { signInTtlSeconds: 600, sessionTtlSeconds: 900 };
+
+function sealKey(secret: string, idHash: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', secret, idHash, 'platform device page session v1', 32));
+}
+
+function seal(data: unknown, secret: string, idHash: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', sealKey(secret, idHash), iv);
+  const body = Buffer.concat([cipher.update(JSON.stringify(data), 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
+}
+
+function unseal<T>(sealed: string, secret: string, idHash: string): T | undefined {
+  try {
+    const raw = Buffer.from(sealed, 'base64url');
+    const decipher = createDecipheriv('aes-256-gcm', sealKey(secret, idHash), raw.subarray(0, 12));
+    decipher.setAuthTag(raw.subarray(12, 28));
+    return JSON.parse(Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8')) as T;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The synchronizer token of a session's forms: an HMAC of a fixed label under the session
+ * secret. Only the holder of the (HttpOnly) cookie secret can compute it, it is the same for
+ * every form of the session, and it dies with the session.
+ */
+export function csrfTokenOf(secret: string): string {
+  return createHmac('sha256', secret).update('platform device page csrf v1').digest('base64url');
+}
+
+interface SignedInData {
+  personName: string;
+  userCode?: string;
+}
+
+/** The only code that reads and writes `web_sessions`. */
+export class WebSessions {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly clock: Clock,
+    readonly lifetimes: WebSessionLifetimes = DEFAULT_WEB_SESSION_LIFETIMES,
+  ) {}
+
+  private get repository() {
+    return this.dataSource.getRepository(WebSessionEntity);
+  }
+
+  private async live(secret: string, organisationId: string, stage: WebSessionStage): Promise<WebSessionRecord | undefined> {
+    if (!secret.startsWith(WEB_SESSION_PREFIX) || secret.length > 100) return undefined;
+    const record = await this.repository.findOneBy({ idHash: hashSecret(secret) });
+    if (!record || record.stage !== stage || record.organisationId !== organisationId) return undefined;
+    if (record.expiresAt.getTime() <= this.clock.now().getTime()) return undefined;
+    return record;
+  }
+
+  /** A new sign-in in progress; answers the cookie secret that names it. */
+  async beginSignIn(organisationId: string, state: string, pending: PendingSignIn): Promise<{ secret: string; maxAgeSeconds: number }> {
+    const now = this.clock.now();
+    // Abandoned sign-ins and old sessions go on the way: nothing else reads them.
+    await this.repository.delete({ expiresAt: LessThan(now) });
+    const secret = newSecret(WEB_SESSION_PREFIX);
+    const idHash = hashSecret(secret);
+    await this.repository.insert({
+      idHash,
+      organisationId,
+      stage: 'signing_in',
+      personId: null,
+      stateHash: hashSecret(state),
+      sealed: seal(pending, secret, idHash),
+      expiresAt: new Date(now.getTime() + this.lifetimes.signInTtlSeconds * 1000),
+      createdAt: now,
+    });
+    return { secret, maxAgeSeconds: this.lifetimes.signInTtlSeconds };
+  }
+
+  /**
+   * Ends a sign-in in progress and answers what it remembered, if `state` is the one it was
+   * started with. Single use: of two callbacks with the same cookie only one gets anything, and
+   * a failed exchange afterwards means starting again.
+   */
+  async consumeSignIn(secret: string, organisationId: string, state: string): Promise<PendingSignIn | undefined> {
+    const record = await this.live(secret, organisationId, 'signing_in');
+    if (!record || record.stateHash === null) return undefined;
+    const result = await this.repository.delete({ idHash: record.idHash, stage: 'signing_in' });
+    if ((result.affected ?? 0) !== 1) return undefined;
+    // Compared as hashes of equal length; the state is not secret from the browser anyway.
+    if (record.stateHash !== hashSecret(state)) return undefined;
+    return unseal<PendingSignIn>(record.sealed, secret, record.idHash);
+  }
+
+  /** A signed-in session for the person; answers the new cookie secret. */
+  async create(organisationId: string, personId: string, data: { personName: string; userCode: string | undefined }): Promise<{ secret: string; maxAgeSeconds: number }> {
+    const now = this.clock.now();
+    const secret = newSecret(WEB_SESSION_PREFIX);
+    const idHash = hashSecret(secret);
+    const sealedData: SignedInData = data.userCode ? { personName: data.personName, userCode: data.userCode } : { personName: data.personName };
+    await this.repository.insert({
+      idHash,
+      organisationId,
+      stage: 'signed_in',
+      personId,
+      stateHash: null,
+      sealed: seal(sealedData, secret, idHash),
+      expiresAt: new Date(now.getTime() + this.lifetimes.sessionTtlSeconds * 1000),
+      createdAt: now,
+    });
+    return { secret, maxAgeSeconds: this.lifetimes.sessionTtlSeconds };
+  }
+
+  async find(secret: string, organisationId: string): Promise<SignedInSession | undefined> {
+    const record = await this.live(secret, organisationId, 'signed_in');
+    if (!record || record.personId === null) return undefined;
+    const data = unseal<SignedInData>(record.sealed, secret, record.idHash);
+    if (!data) return undefined;
+    return { organisationId: record.organisationId, personId: record.personId, personName: data.personName, userCode: data.userCode, expiresAt: record.expiresAt };
+  }
+
+  /** Forgets the code being approved (it was decided, or it is no longer pending). */
+  async forgetUserCode(secret: string, session: SignedInSession): Promise<void> {
+    const idHash = hashSecret(secret);
+    await this.repository.update({ idHash, stage: 'signed_in' }, { sealed: seal({ personName: session.personName } satisfies SignedInData, secret, idHash) });
+  }
+
+  async end(secret: string): Promise<void> {
+    if (!secret.startsWith(WEB_SESSION_PREFIX)) return;
+    await this.repository.delete({ idHash: hashSecret(secret) });
+  }
+}

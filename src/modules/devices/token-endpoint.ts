@@ -1,0 +1,53 @@
+import type { Request } from 'express';
+import { DpopError, requestHtu, type DpopVerifier } from '../../auth/dpop.js';
+import { ApiError } from '../../http/errors.js';
+import type { Schema } from '../../http/schema.js';
+
+/**
+ * What the three token endpoints (device-code poll, join, refresh) share: OAuth error answers,
+ * `Cache-Control: no-store`, and DPoP proofs checked as a token endpoint checks them.
+ */
+
+export const NO_STORE = { 'Cache-Control': 'no-store' };
+
+export const noStoreHeader = { 'Cache-Control': { description: '`no-store`: the answer holds secrets.', schema: { type: 'string' } } } as const;
+
+export const dpopProofHeader = (when: string) =>
+  ({ DPoP: { description: `DPoP proof (RFC 9449; \`htm\` POST, \`htu\` this URL, no \`ath\`), ${when}.`, schema: { type: 'string' } } }) as const;
+
+/** RFC 9449 5 and 8: at a token endpoint a refused proof is a 400 OAuth error, never a 401. */
+export function proofRefusal(error: DpopError): ApiError {
+  return new ApiError(400, error.code, error.message, { oauth: true, headers: error.nonce ? { 'DPoP-Nonce': error.nonce } : {} });
+}
+
+/** Verifies the request's DPoP proof for a token endpoint; the thumbprint of its key. */
+export async function verifyTokenEndpointProof(dpop: DpopVerifier, req: Request, boundJkt: string | undefined): Promise<string> {
+  const proof = req.headers.dpop;
+  try {
+    const { jkt } = await dpop.verify(typeof proof === 'string' ? proof : undefined, { method: 'POST', url: requestHtu(req), boundJkt });
+    return jkt;
+  } catch (error) {
+    if (error instanceof DpopError) throw proofRefusal(error);
+    throw error;
+  }
+}
+
+/** The 400 answer of a token endpoint: an OAuth error (RFC 6749 5.2) in the spec's error body. */
+export function oauthErrorAnswer(codes: readonly string[], description: string) {
+  return {
+    description,
+    schema: {
+      type: 'object',
+      description: "OAuth error body (RFC 6749 5.2) in the spec's error shape (2.1).",
+      required: ['error'],
+      properties: {
+        error: { type: 'string', enum: [...codes], description: 'Error code.' },
+        error_description: { type: 'string', description: 'Plain-words explanation (absent on `invalid_request` from schema validation).' },
+        message: { type: 'string', description: 'The same explanation, as every error body carries it.' },
+        field: { type: 'string', description: 'The request field at fault, on `invalid_request`.' },
+      },
+      additionalProperties: false,
+    } as Schema,
+    headers: { 'DPoP-Nonce': { description: 'With `use_dpop_nonce`: the nonce the next proof must carry.', schema: { type: 'string' } } },
+  } as const;
+}
