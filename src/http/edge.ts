@@ -33,6 +33,29 @@ export const REDACTED_PATHS = [
   ].flatMap((field) => [`body.${field}`, `req.body.${field}`, `*.${field}`]),
 ];
 
+/** Query parameters that carry secrets through a browser's address bar (sign-in answers, user codes). */
+const SECRET_QUERY_PARAMETERS = new Set(['code', 'state', 'user_code', 'access_token', 'id_token', 'token', 'code_verifier']);
+
+/** A request URL as logs may show it: values of secret-bearing query parameters replaced. */
+export function redactUrl(url: string): string {
+  const index = url.indexOf('?');
+  if (index < 0) return url;
+  const query = url
+    .slice(index + 1)
+    .split('&')
+    .map((pair) => {
+      const name = pair.split('=')[0] ?? '';
+      let decoded = name;
+      try {
+        decoded = decodeURIComponent(name.replace(/\+/g, ' '));
+      } catch {
+        // A malformed name is logged as it came.
+      }
+      return SECRET_QUERY_PARAMETERS.has(decoded.toLowerCase()) ? `${name}=[Redacted]` : pair;
+    });
+  return `${url.slice(0, index)}?${query.join('&')}`;
+}
+
 export function requestLogger(logger: Logger): RequestHandler {
   return pinoHttp({
     logger,
@@ -42,7 +65,7 @@ export function requestLogger(logger: Logger): RequestHandler {
       req: (req: { id: string; method: string; url: string; headers: Record<string, unknown>; remoteAddress?: string }) => ({
         id: req.id,
         method: req.method,
-        url: req.url,
+        url: redactUrl(req.url),
         headers: req.headers,
         remoteAddress: req.remoteAddress,
       }),
@@ -71,6 +94,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       apiError = error;
     } else if (parserError?.type === 'entity.too.large') {
       apiError = payloadTooLarge(parserError.limit ?? 0);
+    } else if (parserError?.type === 'parameters.too.many') {
+      apiError = new ApiError(413, 'payload_too_large', 'the form body has too many fields');
     } else if (parserError?.type === 'entity.parse.failed') {
       apiError = invalidRequest('the request body is not valid JSON', { field: 'body' });
     } else if (parserError?.type === 'encoding.unsupported' || parserError?.type === 'charset.unsupported') {

@@ -29,6 +29,11 @@ import { systemClock, type Clock } from '../../src/util/clock.js';
  *   with the public key, a key the provider never published, wrong claims under its real key).
  * - `requests` counts what the provider was asked, by path, so tests can see when the platform
  *   fetched metadata or keys (and when it did not).
+ * - With `interactive`, the client is a public client (PKCE, no secret) with those redirect URIs,
+ *   and the provider serves its development login and consent pages (any login name signs in as
+ *   the account of that name; any password): a browser signs in with the authorization code
+ *   flow. `setAccount()` gives an account the claims its access tokens carry (email, name, a
+ *   role claim). The token endpoint then offers no client credentials.
  */
 
 const SIGNING_ALG = 'RS256';
@@ -41,6 +46,8 @@ export interface IdentityProviderOptions {
   audience?: string;
   apiScope?: string;
   clientId?: string;
+  /** Browser sign-in (authorization code + PKCE) for a public client with these redirect URIs. */
+  interactive?: { redirectUris: string[] };
 }
 
 export interface MintOptions {
@@ -131,9 +138,13 @@ export class TestIdentityProvider {
   private readonly pendingClaims = new WeakMap<object, Record<string, unknown>>();
   private readonly cookieKeys = [randomBytes(32).toString('base64url')];
   private readonly clock: Clock;
+  private readonly interactive: { redirectUris: string[] } | undefined;
+  /** Claims of accounts signing in interactively, by login name (= `sub`). */
+  private readonly accounts = new Map<string, Record<string, unknown>>();
 
   private constructor(options: IdentityProviderOptions) {
     this.clock = options.clock ?? systemClock;
+    this.interactive = options.interactive;
     this.audience = options.audience ?? 'https://platform-api.test';
     this.apiScope = options.apiScope ?? 'platform.api';
     this.clientId = options.clientId ?? 'workbench';
@@ -199,6 +210,61 @@ export class TestIdentityProvider {
     return next.kid;
   }
 
+  /** Claims the access tokens of `login` carry when that account signs in interactively. */
+  setAccount(login: string, claims: Record<string, unknown>): void {
+    this.accounts.set(login, claims);
+  }
+
+  /**
+   * Goes through the provider's development login and consent pages as a browser would, from an
+   * authorization URL to the provider's redirect back to the client, and answers that redirect
+   * (or the provider's error page status). `cancel` aborts at the login page instead.
+   */
+  async authorize(authorizationUrl: string, login: string, options: { cancel?: boolean } = {}): Promise<URL> {
+    const jar = new Map<string, string>();
+    let next: { url: string; method: 'GET' | 'POST'; body?: URLSearchParams } = { url: authorizationUrl, method: 'GET' };
+    for (let step = 0; step < 12; step++) {
+      const res = await fetch(next.url, {
+        method: next.method,
+        redirect: 'manual',
+        headers: {
+          cookie: [...jar].map(([name, value]) => `${name}=${value}`).join('; '),
+          ...(next.body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+        },
+        ...(next.body ? { body: next.body } : {}),
+      });
+      for (const cookie of res.headers.getSetCookie()) {
+        const [pair] = cookie.split(';');
+        const index = pair!.indexOf('=');
+        jar.set(pair!.slice(0, index), pair!.slice(index + 1));
+      }
+      const location = res.headers.get('location');
+      if (res.status >= 300 && res.status < 400 && location) {
+        const target = new URL(location, next.url);
+        if (target.origin !== this.issuer) return target;
+        next = { url: target.href, method: 'GET' };
+        continue;
+      }
+      const page = await res.text();
+      if (res.status !== 200) throw new Error(`the provider answered ${res.status}: ${page.slice(0, 500)}`);
+      const action = /<form[^>]*action="([^"]+)"/.exec(page)?.[1];
+      const prompt = /name="prompt" value="(\w+)"/.exec(page)?.[1];
+      if (!action || !prompt) throw new Error(`no form on the provider's page: ${page.slice(0, 500)}`);
+      const submit = new URL(action.replace(/&amp;/g, '&'), next.url);
+      if (prompt === 'login' && options.cancel) {
+        next = { url: `${submit.href}/abort`, method: 'GET' };
+      } else {
+        const body = new URLSearchParams({ prompt });
+        if (prompt === 'login') {
+          body.set('login', login);
+          body.set('password', 'any password');
+        }
+        next = { url: submit.href, method: 'POST', body };
+      }
+    }
+    throw new Error('the provider kept redirecting');
+  }
+
   /** A JWT access token, built and signed by the provider. */
   async mint(options: MintOptions = {}): Promise<string> {
     const client = await this.provider.Client.find(this.clientId);
@@ -220,6 +286,7 @@ export class TestIdentityProvider {
 
   /** A token from the provider's token endpoint (client credentials grant: `sub` is the client). */
   async clientCredentialsToken(): Promise<string> {
+    if (this.interactive) throw new Error('an interactive provider has a public client: no client credentials');
     const res = await fetch(`${this.issuer}/token`, {
       method: 'POST',
       headers: {
@@ -264,16 +331,24 @@ export class TestIdentityProvider {
       jwks: { keys: this.keys.map((key) => key.privateJwk) } as Configuration['jwks'],
       cookies: { keys: this.cookieKeys },
       clients: [
-        {
-          client_id: this.clientId,
-          client_secret: this.clientSecret,
-          grant_types: ['client_credentials'],
-          response_types: [],
-          redirect_uris: [],
-        },
+        this.interactive
+          ? {
+              client_id: this.clientId,
+              token_endpoint_auth_method: 'none',
+              grant_types: ['authorization_code'],
+              response_types: ['code'],
+              redirect_uris: this.interactive.redirectUris,
+            }
+          : {
+              client_id: this.clientId,
+              client_secret: this.clientSecret,
+              grant_types: ['client_credentials'],
+              response_types: [],
+              redirect_uris: [],
+            },
       ],
       features: {
-        devInteractions: { enabled: false },
+        devInteractions: { enabled: this.interactive !== undefined },
         clientCredentials: { enabled: true },
         resourceIndicators: {
           enabled: true,
@@ -285,8 +360,11 @@ export class TestIdentityProvider {
           },
         },
       },
-      extraTokenClaims: (_ctx, token) => this.pendingClaims.get(token as AccessToken),
-      ttl: { AccessToken: 300, ClientCredentials: 300 },
+      extraTokenClaims: (_ctx, token) =>
+        this.pendingClaims.get(token as AccessToken) ?? ((token as AccessToken).gty === 'authorization_code' ? this.accounts.get((token as AccessToken).accountId) : undefined),
+      // Accounts are whatever login name the development pages are given.
+      findAccount: (_ctx, accountId) => ({ accountId, claims: () => ({ sub: accountId }) }),
+      ttl: { AccessToken: 300, ClientCredentials: 300, AuthorizationCode: 60, IdToken: 300, Interaction: 600, Session: 3600, Grant: 3600 },
       adapter: ProviderStorage,
     };
     this.provider = new Provider(this.issuer, configuration);

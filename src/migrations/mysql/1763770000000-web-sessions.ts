@@ -1,0 +1,18 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+
+/** Browser sessions of the device approval page (sign-ins in progress and signed-in sessions). */
+export class WebSessions1763770000000 implements MigrationInterface {
+  name = 'WebSessions1763770000000';
+
+  async up(db: QueryRunner): Promise<void> {
+    await db.query("CREATE TABLE `web_sessions` (`id_hash` varchar(64) NOT NULL, `organisation_id` varchar(40) NOT NULL, `stage` varchar(20) NOT NULL, `person_id` varchar(40) NULL, `state_hash` varchar(64) NULL, `sealed` text NOT NULL, `expires_at` datetime(3) NOT NULL, `created_at` datetime(3) NOT NULL, INDEX `web_sessions_expires` (`expires_at`), INDEX `web_sessions_organisation` (`organisation_id`), INDEX `web_sessions_person` (`person_id`), PRIMARY KEY (`id_hash`)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci");
+    await db.query("ALTER TABLE `web_sessions` ADD CONSTRAINT `fk_web_sessions_organisation` FOREIGN KEY (`organisation_id`) REFERENCES `organisations`(`id`) ON DELETE CASCADE ON UPDATE NO ACTION");
+    await db.query("ALTER TABLE `web_sessions` ADD CONSTRAINT `fk_web_sessions_person` FOREIGN KEY (`person_id`) REFERENCES `people`(`id`) ON DELETE CASCADE ON UPDATE NO ACTION");
+  }
+
+  async down(db: QueryRunner): Promise<void> {
+    for (const table of ["web_sessions"]) {
+      await db.query('DROP TABLE `' + table + '`');
+    }
+  }
+}

@@ -1,0 +1,607 @@
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import request, { type Response } from 'supertest';
+import { call, createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
+import { TestIdentityProvider } from '../support/idp.js';
+import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
+import { DeviceAuthorizationEntity } from '../../src/modules/devices/entities.js';
+import { WebSessionEntity } from '../../src/modules/devices/page-session.js';
+import { MembershipEntity, PersonIdentityEntity } from '../../src/modules/organisation/entities.js';
+import { hashSecret } from '../../src/util/secrets.js';
+
+/**
+ * The approval page at `verification_uri`, through the real app and a real OpenID provider
+ * (its development login and consent pages, driven without a browser; the browser suite does
+ * the same in Chromium). What a person sees, and every refusal: CSP, CSRF, session, claim rules,
+ * escaping.
+ */
+
+const HOST = 'acme.test';
+const ORIGIN = `http://${HOST}`;
+const ROLE_CLAIM = 'platform_role';
+
+let platform: TestPlatform;
+let idp: TestIdentityProvider;
+let organisation: OrganisationRecord;
+let partner: OrganisationRecord;
+let partnerIdp: TestIdentityProvider;
+const partnerHost = 'partner.test';
+
+/** Every secret seen in this file (cookies, codes, tokens), to prove none reached the logs. */
+const secrets: string[] = [];
+
+beforeAll(async () => {
+  platform = await startPlatform({ env: { RATE_LIMITS_ENABLED: 'false', TRUST_PROXY: 'loopback' } });
+  [idp, partnerIdp] = await Promise.all([
+    TestIdentityProvider.start({ interactive: { redirectUris: [`${ORIGIN}/device/callback`] } }),
+    TestIdentityProvider.start({ interactive: { redirectUris: [`http://${partnerHost}/device/callback`] } }),
+  ]);
+  organisation = await createOrganisation(platform, { name: 'Acme & <Sons>', hosts: [HOST], oidc: idp.settings({ roleClaim: ROLE_CLAIM }) });
+  partner = await createOrganisation(platform, { name: 'Partner', hosts: [partnerHost], oidc: partnerIdp.settings() });
+  idp.setAccount('olga', { name: 'Olga Owner', email: 'olga@acme.test', [ROLE_CLAIM]: 'owner' });
+  idp.setAccount('mia', { name: 'Mia Member', email: 'mia@acme.test', [ROLE_CLAIM]: 'member' });
+  idp.setAccount('max', { name: 'Max Member', [ROLE_CLAIM]: 'member' });
+});
+
+afterAll(async () => {
+  await Promise.all([idp?.close(), partnerIdp?.close()]);
+  await platform?.close();
+});
+
+// Helpers ------------------------------------------------------------------------------------
+
+interface Browser {
+  /** The platform's cookie, `name=value`, as the browser would send it. */
+  cookie: string | undefined;
+  host: string;
+}
+
+const newBrowser = (host = HOST): Browser => ({ cookie: undefined, host });
+
+function remember(browser: Browser, res: Response): void {
+  const set = ([] as string[]).concat(res.headers['set-cookie'] ?? []);
+  for (const line of set) {
+    const pair = line.split(';')[0]!;
+    const value = pair.slice(pair.indexOf('=') + 1);
+    browser.cookie = value === '' ? undefined : pair;
+    if (value) secrets.push(value);
+  }
+}
+
+async function get(browser: Browser, path: string, headers: Record<string, string> = {}): Promise<Response> {
+  let test = request(platform.app).get(path).set('Host', browser.host);
+  if (browser.cookie) test = test.set('Cookie', browser.cookie);
+  for (const [name, value] of Object.entries(headers)) test = test.set(name, value);
+  const res = await test;
+  remember(browser, res);
+  return res;
+}
+
+async function post(browser: Browser, path: string, form: Record<string, string>, headers: Record<string, string> = { Origin: `http://${browser.host}` }): Promise<Response> {
+  let test = request(platform.app).post(path).set('Host', browser.host).type('form');
+  if (browser.cookie) test = test.set('Cookie', browser.cookie);
+  for (const [name, value] of Object.entries(headers)) test = test.set(name, value);
+  const res = await test.send(form);
+  remember(browser, res);
+  return res;
+}
+
+interface AskedCode {
+  device_code: string;
+  user_code: string;
+  verification_uri: string;
+  verification_uri_complete: string;
+}
+
+async function askForCode(body: Record<string, unknown> = {}, options: { host?: string; userAgent?: string } = {}): Promise<AskedCode> {
+  const res = await call(platform, 'post', '/relay/v1/device/code', {
+    host: options.host ?? HOST,
+    headers: { 'User-Agent': options.userAgent ?? 'workbench/1.4 (linux)' },
+    body: { workspaceId: 'ws-main', name: 'Build box', ...body },
+  });
+  expect(res.status).toBe(200);
+  const asked = res.body as AskedCode;
+  secrets.push(asked.device_code, asked.user_code, asked.user_code.replace('-', ''));
+  return asked;
+}
+
+async function poll(deviceCode: string, host = HOST): Promise<Response> {
+  return call(platform, 'post', '/relay/v1/device/token', { host, body: { device_code: deviceCode } });
+}
+
+/** "Sign in" on the page, through the provider's pages, back to the callback; answers where the callback sent the browser. */
+async function signIn(browser: Browser, login: string, userCode?: string, provider = idp): Promise<Response> {
+  const start = await post(browser, '/device/sign-in', userCode ? { user_code: userCode } : {});
+  expect(start.status).toBe(303);
+  const back = await provider.authorize(start.headers.location!, login);
+  // `state` is no secret (it travels in the browser's address bar both ways); the code is one.
+  secrets.push(back.searchParams.get('code') ?? '');
+  expect(back.origin).toBe(`http://${browser.host}`);
+  return get(browser, `${back.pathname}${back.search}`);
+}
+
+function csrfOf(res: Response): string {
+  const token = /name="csrf" value="([^"]+)"/.exec(res.text)?.[1];
+  if (!token) throw new Error(`no CSRF token on the page:\n${res.text}`);
+  return token;
+}
+
+function expectPage(res: Response, status: number, title: RegExp): void {
+  expect(res.status).toBe(status);
+  expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
+  expect(res.text).toMatch(new RegExp(`<h1>${title.source}</h1>`));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe('the page itself', () => {
+  it('asks for the code, under a strict CSP that lets only its own hashed stylesheet in', async () => {
+    const res = await get(newBrowser(), '/device');
+    expectPage(res, 200, /Connect a device/);
+    expect(res.text).toContain('<form method="get" action="/device">');
+    const style = /<style>([\s\S]*?)<\/style>/.exec(res.text)![1]!;
+    const hash = createHash('sha256').update(style, 'utf8').digest('base64');
+    expect(res.headers['content-security-policy']).toBe(
+      `default-src 'none'; style-src 'sha256-${hash}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+    );
+    expect(res.text).not.toMatch(/<script|\son\w+=|javascript:/i);
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.headers['x-frame-options']).toBe('DENY');
+    expect(res.headers['referrer-policy']).toBe('strict-origin');
+    expect(res.headers['x-content-type-options']).toBe('nosniff');
+    expect(res.headers['set-cookie']).toBeUndefined();
+  });
+
+  it('is not in the OpenAPI document: it is HTML, not an API operation', () => {
+    const paths = Object.keys((platform.openapi as { paths: Record<string, unknown> }).paths);
+    expect(paths.filter((path) => path.startsWith('/device'))).toEqual([]);
+  });
+
+  it('tells a mistyped code apart, escaping what was typed', async () => {
+    const res = await get(newBrowser(), '/device?user_code=%22%3E%3Cscript%3Ex');
+    expectPage(res, 400, /Connect a device/);
+    expect(res.text).toContain('That is not a device code');
+    expect(res.text).toContain('value="&quot;&gt;&lt;script&gt;x"');
+    expect(res.text).not.toContain('<script');
+  });
+
+  it('offers sign-in for a code without looking the code up, and lets the form go to the provider only', async () => {
+    const asked = await askForCode();
+    const res = await get(newBrowser(), `/device?user_code=${asked.user_code}`);
+    expectPage(res, 200, /Sign in to connect a device/);
+    expect(res.text).toContain(asked.user_code);
+    expect(res.text).toContain('Acme &amp; &lt;Sons&gt;');
+    expect(res.text).not.toContain('Build box');
+    expect(res.headers['content-security-policy']).toContain(`form-action 'self' ${idp.issuer};`);
+    const stored = await platform.dataSource.getRepository(DeviceAuthorizationEntity).findOneByOrFail({ userCodeHash: hashSecret(asked.user_code.replace('-', '')) });
+    expect(stored.claimedBy).toBeNull();
+  });
+
+  it('answers an unknown host with a page, not the API error body', async () => {
+    const res = await get(newBrowser('nobody.test'), '/device');
+    expectPage(res, 404, /Nothing here/);
+  });
+
+  it('explains when the organisation has no identity provider yet', async () => {
+    await createOrganisation(platform, { name: 'Bare', hosts: ['bare.test'] });
+    const res = await get(newBrowser('bare.test'), '/device?user_code=BCDF-GHJK');
+    expectPage(res, 503, /Sign-in is not set up/);
+    expect(res.text).not.toContain('action="/device/sign-in"');
+  });
+});
+
+describe('starting sign-in', () => {
+  it('sends the browser to the provider with PKCE S256, state and nonce, and keeps the rest server-side', async () => {
+    const browser = newBrowser();
+    const asked = await askForCode();
+    const res = await post(browser, '/device/sign-in', { user_code: asked.user_code });
+    expect(res.status).toBe(303);
+    const target = new URL(res.headers.location!);
+    expect(`${target.origin}${target.pathname}`).toBe(`${idp.issuer}/auth`);
+    const query = Object.fromEntries(target.searchParams);
+    expect(query).toEqual({
+      client_id: idp.clientId,
+      redirect_uri: `${ORIGIN}/device/callback`,
+      response_type: 'code',
+      scope: `openid ${idp.apiScope}`,
+      code_challenge: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      code_challenge_method: 'S256',
+      state: expect.stringMatching(/^[A-Za-z0-9_-]{22,}$/),
+      nonce: expect.stringMatching(/^[A-Za-z0-9_-]{22,}$/),
+      resource: idp.audience,
+    });
+    expect(target.href).not.toContain(asked.user_code);
+    expect(target.href).not.toContain(asked.user_code.replace('-', ''));
+
+    const cookie = ([] as string[]).concat(res.headers['set-cookie'] ?? [])[0]!;
+    expect(cookie).toMatch(/^platform_device=platform_ws_[A-Za-z0-9_-]{43}; Path=\/; Max-Age=600; HttpOnly; SameSite=Lax$/);
+    const secret = browser.cookie!.split('=')[1]!;
+    const rows = await platform.dataSource.getRepository(WebSessionEntity).findBy({ idHash: hashSecret(secret) });
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ stage: 'signing_in', organisationId: organisation.id, stateHash: hashSecret(query.state!) });
+    // The row holds no secret in the clear: not the cookie, the code being approved, nor the nonce.
+    const stored = JSON.stringify(rows);
+    for (const value of [secret, asked.user_code, asked.user_code.replace('-', ''), query.nonce!]) expect(stored).not.toContain(value);
+  });
+
+  it('uses a __Host- cookie marked Secure over https', async () => {
+    const res = await post(newBrowser(), '/device/sign-in', {}, { Origin: `https://${HOST}`, 'X-Forwarded-Proto': 'https' });
+    expect(res.status).toBe(303);
+    expect(new URL(res.headers.location!).searchParams.get('redirect_uri')).toBe(`https://${HOST}/device/callback`);
+    expect(([] as string[]).concat(res.headers['set-cookie'] ?? [])[0]).toMatch(
+      /^__Host-platform_device=platform_ws_[A-Za-z0-9_-]{43}; Path=\/; Max-Age=600; HttpOnly; SameSite=Lax; Secure$/,
+    );
+  });
+
+  it.each([
+    ['without Origin or Referer', {}],
+    ['from another origin', { Origin: 'http://evil.test' }],
+    ['with Origin null', { Origin: 'null' }],
+    ['from another site by Fetch Metadata', { 'Sec-Fetch-Site': 'cross-site', Origin: ORIGIN }],
+    ['with a Referer of another origin', { Referer: 'http://evil.test/device' }],
+    ['with a Referer that only starts like this origin', { Referer: `${ORIGIN}.evil.test/` }],
+  ])('refuses a post %s (CSRF), storing nothing', async (_case, headers) => {
+    const before = await platform.dataSource.getRepository(WebSessionEntity).count();
+    const res = await post(newBrowser(), '/device/sign-in', {}, headers);
+    expectPage(res, 403, /Request refused/);
+    expect(res.headers['set-cookie']).toBeUndefined();
+    expect(await platform.dataSource.getRepository(WebSessionEntity).count()).toBe(before);
+  });
+
+  it('accepts a same-origin Referer when a browser sends no Origin', async () => {
+    const res = await post(newBrowser(), '/device/sign-in', {}, { Referer: `${ORIGIN}/` });
+    expect(res.status).toBe(303);
+  });
+
+  it('takes only the page form, not JSON', async () => {
+    const res = await request(platform.app).post('/device/sign-in').set('Host', HOST).set('Origin', ORIGIN).send({ user_code: 'BCDF-GHJK' });
+    expectPage(res, 415, /Request refused/);
+  });
+});
+
+describe('the provider\'s answer', () => {
+  it('signs the person in through the person-token rules, with a new session id, and returns to the code', async () => {
+    const asked = await askForCode({ name: 'Olga\'s laptop' });
+    const browser = newBrowser();
+    const start = await post(browser, '/device/sign-in', { user_code: asked.user_code });
+    const signingIn = browser.cookie!;
+    const back = await idp.authorize(start.headers.location!, 'olga');
+    expect(`${back.origin}${back.pathname}`).toBe(`${ORIGIN}/device/callback`);
+    secrets.push(back.searchParams.get('code')!);
+
+    const res = await get(browser, `${back.pathname}${back.search}`);
+    expect(res.status).toBe(303);
+    expect(res.headers.location).toBe('/device');
+    expect(browser.cookie).toBeDefined();
+    expect(browser.cookie).not.toBe(signingIn);
+    expect(([] as string[]).concat(res.headers['set-cookie'] ?? []).at(-1)).toMatch(/; Max-Age=900; HttpOnly; SameSite=Lax$/);
+
+    // The person exists as a person token would have made them, with the role claim's role.
+    const identity = await platform.dataSource.getRepository(PersonIdentityEntity).findOneByOrFail({ issuer: idp.issuer, subject: 'olga' });
+    expect(await platform.dataSource.getRepository(MembershipEntity).findOneByOrFail({ organisationId: organisation.id, personId: identity.personId })).toMatchObject({ role: 'owner' });
+    const session = await platform.dataSource.getRepository(WebSessionEntity).findOneByOrFail({ idHash: hashSecret(browser.cookie!.split('=')[1]!) });
+    expect(session).toMatchObject({ stage: 'signed_in', personId: identity.personId, stateHash: null });
+
+    // The code came along in the session, not in the address.
+    const page = await get(browser, '/device');
+    expectPage(page, 200, /Approve this device\?/);
+    expect(page.text).toContain('Olga&#39;s laptop');
+    expect(page.text).toContain('Signed in as Olga Owner');
+  });
+
+  it('is single use: the same answer again is refused', async () => {
+    const browser = newBrowser();
+    const start = await post(browser, '/device/sign-in', {});
+    const back = await idp.authorize(start.headers.location!, 'olga');
+    const signingIn = browser.cookie;
+    expect((await get(browser, `${back.pathname}${back.search}`)).status).toBe(303);
+    const replay = await get({ cookie: signingIn, host: HOST }, `${back.pathname}${back.search}`);
+    expectPage(replay, 400, /Sign-in could not be completed/);
+  });
+
+  it('refuses an answer with another state, and that sign-in is over', async () => {
+    const browser = newBrowser();
+    const start = await post(browser, '/device/sign-in', {});
+    const back = await idp.authorize(start.headers.location!, 'olga');
+    const state = back.searchParams.get('state')!;
+    back.searchParams.set('state', `${state}x`);
+    expectPage(await get({ ...browser }, `${back.pathname}${back.search}`), 400, /Sign-in could not be completed/);
+    back.searchParams.set('state', state);
+    expectPage(await get(browser, `${back.pathname}${back.search}`), 400, /Sign-in could not be completed/);
+  });
+
+  it('refuses an answer arriving in another browser (login CSRF)', async () => {
+    const attacker = newBrowser();
+    const start = await post(attacker, '/device/sign-in', {});
+    const back = await idp.authorize(start.headers.location!, 'max');
+    const victim = newBrowser();
+    expectPage(await get(victim, `${back.pathname}${back.search}`), 400, /Sign-in could not be completed/);
+    expect(victim.cookie).toBeUndefined();
+    const other = newBrowser();
+    await post(other, '/device/sign-in', {});
+    expectPage(await get(other, `${back.pathname}${back.search}`), 400, /Sign-in could not be completed/);
+  });
+
+  it('refuses a sign-in that took longer than ten minutes', async () => {
+    const browser = newBrowser();
+    const start = await post(browser, '/device/sign-in', {});
+    const back = await idp.authorize(start.headers.location!, 'olga');
+    platform.clock.advance(601_000);
+    try {
+      expectPage(await get(browser, `${back.pathname}${back.search}`), 400, /Sign-in could not be completed/);
+    } finally {
+      platform.clock.advance(-601_000);
+    }
+  });
+
+  it('says so when the person cancels at the provider', async () => {
+    const browser = newBrowser();
+    const start = await post(browser, '/device/sign-in', {});
+    const back = await idp.authorize(start.headers.location!, 'olga', { cancel: true });
+    expect(back.searchParams.get('error')).toBe('access_denied');
+    const res = await get(browser, `${back.pathname}${back.search}`);
+    expectPage(res, 403, /Sign-in failed/);
+    expect(res.text).toContain('cancelled or refused at your identity provider');
+    expect(browser.cookie).toBeUndefined();
+  });
+
+  it('refuses a code that was tampered with at the provider\'s exchange', async () => {
+    const browser = newBrowser();
+    const start = await post(browser, '/device/sign-in', {});
+    const back = await idp.authorize(start.headers.location!, 'olga');
+    back.searchParams.set('code', `${back.searchParams.get('code')}x`);
+    const res = await get(browser, `${back.pathname}${back.search}`);
+    expectPage(res, 400, /Sign-in failed/);
+    expect(browser.cookie).toBeUndefined();
+  });
+
+  it("signs in only at the organisation of the host: another organisation's sign-in does not carry over", async () => {
+    const browser = newBrowser(partnerHost);
+    expect((await signIn(browser, 'olga', undefined, partnerIdp)).status).toBe(303);
+    const row = await platform.dataSource.getRepository(WebSessionEntity).findOneByOrFail({ idHash: hashSecret(browser.cookie!.split('=')[1]!) });
+    expect(row.organisationId).toBe(partner.id);
+    expectPage(await get(browser, '/device'), 200, /Connect a device/);
+    // The partner session's cookie means nothing at Acme's host.
+    const res = await get({ cookie: browser.cookie, host: HOST }, '/device?user_code=BCDF-GHJK');
+    expectPage(res, 200, /Sign in to connect a device/);
+  });
+});
+
+describe('the device page', () => {
+  it('shows what is asking to join, every value escaped', async () => {
+    const asked = await askForCode(
+      { name: '<script>alert("name")</script>', workspaceId: '<img src=x onerror=alert(1)>', dpop_jkt: 'A'.repeat(43) },
+      { userAgent: '"><svg onload=alert(2)>' },
+    );
+    const browser = newBrowser();
+    await signIn(browser, 'mia', asked.user_code);
+    const res = await get(browser, '/device');
+    expectPage(res, 200, /Approve this device\?/);
+    expect(res.text).toContain('&lt;script&gt;alert(&quot;name&quot;)&lt;/script&gt;');
+    expect(res.text).toContain('&lt;img src=x onerror=alert(1)&gt;');
+    expect(res.text).toContain('&quot;&gt;&lt;svg onload=alert(2)&gt;');
+    expect(res.text).not.toMatch(/<script|<img|<svg/i);
+    expect(res.text).toContain('Workbench');
+    expect(res.text).toContain('Yes: its tokens only work with a key the device holds');
+    expect(res.text).toMatch(/<dt>Asked from<\/dt><dd>[^<]*127\.0\.0\.1<\/dd>/);
+    expect(res.text).toContain(asked.user_code);
+    expect(res.headers['content-security-policy']).toMatch(/form-action 'self'; /);
+  });
+
+  it('claims the code: another person of the organisation only learns that it is taken', async () => {
+    const asked = await askForCode({ name: 'Claimed box' });
+    const first = newBrowser();
+    await signIn(first, 'mia', asked.user_code);
+    expect((await get(first, '/device')).status).toBe(200);
+
+    const second = newBrowser();
+    await signIn(second, 'max');
+    const res = await get(second, `/device?user_code=${asked.user_code}`);
+    expectPage(res, 403, /You cannot decide this request/);
+    expect(res.text).toContain('Another person has opened this code');
+    expect(res.text).not.toContain('Claimed box');
+    expect(res.text).not.toContain('action="/device/decision"');
+  });
+
+  it.each([
+    ['unknown', async () => 'BCDF-GHJK'],
+    ["another organisation's", async () => (await askForCode({ name: 'Partner box' }, { host: partnerHost })).user_code],
+    ['expired', async () => {
+      const asked = await askForCode({ name: 'Old box' });
+      platform.clock.advance(601_000);
+      return asked.user_code;
+    }],
+    ['already decided', async () => {
+      const asked = await askForCode({ name: 'Decided box' });
+      const other = newBrowser();
+      await signIn(other, 'max', asked.user_code);
+      const page = await get(other, '/device');
+      await post(other, '/device/decision', { csrf: csrfOf(page), user_code: asked.user_code, decision: 'deny' });
+      return asked.user_code;
+    }],
+  ])('answers a code that is %s with the same page, telling nothing more', async (_case, code) => {
+    const browser = newBrowser();
+    await signIn(browser, 'olga');
+    const userCode = await code();
+    try {
+      const res = await get(browser, `/device?user_code=${userCode}`);
+      expectPage(res, 404, /No pending request has this code/);
+      expect(res.text).not.toMatch(/(Partner|Old|Decided) box/);
+      expect(res.text).not.toContain('<dl>');
+    } finally {
+      platform.clock.set(Date.now());
+    }
+  });
+
+  it('refuses a node to a member before claiming it, so an owner can still approve it', async () => {
+    const asked = await askForCode({ name: 'Rack node', kind: 'node' });
+    const member = newBrowser();
+    await signIn(member, 'mia', asked.user_code);
+    const res = await get(member, '/device');
+    expectPage(res, 403, /You cannot decide this request/);
+    expect(res.text).toContain('Only owners and admins may approve a node');
+
+    const owner = newBrowser();
+    await signIn(owner, 'olga', asked.user_code);
+    const page = await get(owner, '/device');
+    expectPage(page, 200, /Approve this device\?/);
+    expect(page.text).toContain('Node (headless machine)');
+  });
+});
+
+describe('deciding', () => {
+  async function openDevice(login: string, body: Record<string, unknown> = {}) {
+    const asked = await askForCode(body);
+    const browser = newBrowser();
+    await signIn(browser, login, asked.user_code);
+    const page = await get(browser, '/device');
+    expectPage(page, 200, /Approve this device\?/);
+    return { asked, browser, csrf: csrfOf(page) };
+  }
+
+  it('approves: the device\'s next poll gets its tokens, and the page says so', async () => {
+    const { asked, browser, csrf } = await openDevice('olga', { name: 'Approved box' });
+    expect((await poll(asked.device_code)).body.error).toBe('authorization_pending');
+    const res = await post(browser, '/device/decision', { csrf, user_code: asked.user_code, decision: 'approve' });
+    expectPage(res, 200, /Device approved/);
+    expect(res.text).toContain('<strong>Approved box</strong>');
+    platform.clock.advance(5_000);
+    const tokens = await poll(asked.device_code);
+    expect(tokens.status).toBe(200);
+    expect(tokens.body).toMatchObject({ token_type: 'Bearer', device_id: expect.stringMatching(/^dev_/) });
+    secrets.push(tokens.body.access_token, tokens.body.refresh_token);
+    // The code is done; the page now asks for another.
+    expectPage(await get(browser, '/device'), 200, /Connect a device/);
+  });
+
+  it('denies: the device is told access_denied', async () => {
+    const { asked, browser, csrf } = await openDevice('mia', { name: 'Denied box' });
+    const res = await post(browser, '/device/decision', { csrf, user_code: asked.user_code, decision: 'deny' });
+    expectPage(res, 200, /Device denied/);
+    const answer = await poll(asked.device_code);
+    expect(answer.status).toBe(400);
+    expect(answer.body.error).toBe('access_denied');
+  });
+
+  it.each([
+    ['without a token', (): Record<string, string> => ({ decision: 'approve' })],
+    ['with a wrong token', (csrf: string): Record<string, string> => ({ decision: 'approve', csrf: `${csrf.slice(0, -2)}xx` })],
+  ])('refuses a decision %s (CSRF), deciding nothing', async (_case, form) => {
+    const { asked, browser, csrf } = await openDevice('olga');
+    const res = await post(browser, '/device/decision', { ...form(csrf), user_code: asked.user_code });
+    expectPage(res, 403, /Request refused/);
+    expect((await poll(asked.device_code)).body.error).toBe('authorization_pending');
+  });
+
+  it("refuses another session's token, even for a code that person opened", async () => {
+    const { asked, browser } = await openDevice('olga');
+    const other = newBrowser();
+    await signIn(other, 'max');
+    const otherCsrf = csrfOf(await get(other, '/device'));
+    const res = await post(browser, '/device/decision', { csrf: otherCsrf, user_code: asked.user_code, decision: 'approve' });
+    expectPage(res, 403, /Request refused/);
+  });
+
+  it('refuses a decision from another origin even with the right token', async () => {
+    const { asked, browser, csrf } = await openDevice('olga');
+    const res = await post(browser, '/device/decision', { csrf, user_code: asked.user_code, decision: 'approve' }, { Origin: 'http://evil.test' });
+    expectPage(res, 403, /Request refused/);
+    expect((await poll(asked.device_code)).body.error).toBe('authorization_pending');
+  });
+
+  it('needs a session: without one, or once it has ended after fifteen minutes, nothing is decided', async () => {
+    const { asked, browser, csrf } = await openDevice('olga');
+    const stranger = newBrowser();
+    expectPage(await post(stranger, '/device/decision', { csrf, user_code: asked.user_code, decision: 'approve' }), 401, /You are signed out/);
+
+    platform.clock.advance(901_000);
+    try {
+      expectPage(await post(browser, '/device/decision', { csrf, user_code: asked.user_code, decision: 'approve' }), 401, /You are signed out/);
+      expectPage(await get(browser, `/device?user_code=${asked.user_code}`), 200, /Sign in to connect a device/);
+    } finally {
+      platform.clock.advance(-901_000);
+    }
+    expect((await poll(asked.device_code)).body.error).toBe('authorization_pending');
+  });
+
+  it('refuses a decision for a code the person did not open when another has it', async () => {
+    const { asked } = await openDevice('mia');
+    const other = newBrowser();
+    await signIn(other, 'max');
+    const csrf = csrfOf(await get(other, '/device'));
+    const res = await post(other, '/device/decision', { csrf, user_code: asked.user_code, decision: 'approve' });
+    expectPage(res, 403, /You cannot decide this request/);
+    expect((await poll(asked.device_code)).body.error).toBe('authorization_pending');
+  });
+
+  it('refuses a decision that is neither approve nor deny', async () => {
+    const { asked, browser, csrf } = await openDevice('olga');
+    expectPage(await post(browser, '/device/decision', { csrf, user_code: asked.user_code, decision: 'maybe' }), 400, /Request refused/);
+  });
+
+  it('ends the session on sign-out', async () => {
+    const { asked, browser, csrf } = await openDevice('olga');
+    const secret = browser.cookie!.split('=')[1]!;
+    const res = await post(browser, '/device/sign-out', { csrf });
+    expect(res.status).toBe(303);
+    expect(res.headers.location).toBe('/device');
+    expect(browser.cookie).toBeUndefined();
+    expect(await platform.dataSource.getRepository(WebSessionEntity).countBy({ idHash: hashSecret(secret) })).toBe(0);
+    const again = await post({ cookie: `platform_device=${secret}`, host: HOST }, '/device/decision', { csrf, user_code: asked.user_code, decision: 'approve' });
+    expectPage(again, 401, /You are signed out/);
+  });
+});
+
+describe('rate limits', () => {
+  it('count look-ups per person on the counter the JSON approval API uses, answering a page', async () => {
+    const limited = await startPlatform({ env: { TRUST_PROXY: 'loopback' } });
+    const saved = platform;
+    try {
+      await createOrganisation(limited, { name: 'Limited', hosts: [HOST], oidc: idp.settings({ roleClaim: ROLE_CLAIM }) });
+      platform = limited;
+      const browser = newBrowser();
+      await signIn(browser, 'olga');
+      const statuses: number[] = [];
+      for (let attempt = 0; attempt < 11; attempt++) {
+        // A new address each time: only the per-person counter can stop these.
+        statuses.push((await get(browser, '/device?user_code=BCDF-GHJK', { 'X-Forwarded-For': `203.0.113.${attempt + 1}` })).status);
+      }
+      expect(statuses.slice(0, 10)).toEqual(Array(10).fill(404));
+      expect(statuses[10]).toBe(429);
+      const refused = await get(browser, '/device?user_code=BCDF-GHJK', { 'X-Forwarded-For': '203.0.113.99' });
+      expectPage(refused, 429, /Too many attempts/);
+      expect(refused.headers['retry-after']).toBe('60');
+    } finally {
+      platform = saved;
+      await limited.close();
+    }
+  });
+});
+
+describe('Cloud', () => {
+  it('explains that sign-in here arrives with Cloud sessions, and offers no sign-in', async () => {
+    const cloud = await startPlatform({ env: { PLATFORM_DEPLOYMENT: 'cloud', PLATFORM_BASE_URL: 'https://platform.example.com' } });
+    try {
+      const res = await request(cloud.app).get('/device?user_code=BCDF-GHJK');
+      expectPage(res, 501, /Approve devices in the console/);
+      expect(res.text).toContain('arrives with Cloud sessions');
+      expect(res.text).not.toContain('<form');
+      const start = await request(cloud.app).post('/device/sign-in').set('Origin', 'https://platform.example.com').type('form').send({});
+      expectPage(start, 501, /Approve devices in the console/);
+    } finally {
+      await cloud.close();
+    }
+  });
+});
+
+describe('logs', () => {
+  it('hold none of the cookies, codes or tokens of this file', () => {
+    const written = JSON.stringify(platform.logs);
+    const seen = secrets.filter((secret) => secret.length >= 8);
+    expect(seen.length).toBeGreaterThan(30);
+    for (const secret of seen) expect(written).not.toContain(secret);
+    // The provider's answer is logged with its code (and state) replaced.
+    expect(written).toContain('/device/callback?code=[Redacted]&state=[Redacted]&iss=');
+    expect(written).toContain('/device?user_code=[Redacted]');
+  });
+});
