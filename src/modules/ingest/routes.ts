@@ -1,0 +1,252 @@
+import { authorize, defineAbilityFor } from '../../../policies/index.js';
+import type { Principal } from '../../auth/principal.js';
+import { ApiError, invalidRequest } from '../../http/errors.js';
+import { defineRoute, type RouteDefinition } from '../../http/route.js';
+import { named, timestampSchema } from '../../http/schema.js';
+import type { IngestReader } from './read.js';
+import { ingestAnswerSchema, ingestEnvelopeSchema, TASK_STATUSES } from './schemas.js';
+import type { IngestEnvelope, IngestService } from './service.js';
+
+export interface IngestLimits {
+  maxBytes: number;
+  maxItems: number;
+}
+
+/** Checked before the envelope's items are validated, so the first refusal is the clearest. */
+function precheckEnvelope(body: unknown, limits: IngestLimits): void {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalidRequest('the body must be an ingest envelope object', { field: 'body' });
+  const envelope = body as Record<string, unknown>;
+  if (envelope.schemaVersion !== undefined && envelope.schemaVersion !== 1) {
+    throw new ApiError(400, 'unsupported_schema_version', `schemaVersion ${JSON.stringify(envelope.schemaVersion)} is not supported; this service accepts schemaVersion 1`, {
+      extra: { field: 'body.schemaVersion', supported: [1] },
+    });
+  }
+  let items = 0;
+  for (const list of ['events', 'usage', 'audit', 'tasks']) {
+    const value = envelope[list];
+    if (Array.isArray(value)) items += value.length;
+  }
+  if (items > limits.maxItems) {
+    throw new ApiError(413, 'payload_too_large', `the envelope holds ${items} items; at most ${limits.maxItems} are accepted in one upload`, {
+      extra: { maxItems: limits.maxItems },
+    });
+  }
+}
+
+const filtersQuery = (kindDescription: string) =>
+  ({
+    type: 'object',
+    properties: {
+      projectId: { type: 'string', maxLength: 40, description: 'Only this project.' },
+      workspaceId: { type: 'string', maxLength: 200, description: 'Only this workspace.' },
+      kind: { type: 'string', maxLength: 100, description: kindDescription },
+      since: { ...timestampSchema, description: 'From this time on (inclusive).' },
+      until: { ...timestampSchema, description: 'Before this time (exclusive).' },
+      limit: { type: 'integer', minimum: 1, maximum: 500, default: 100, description: 'Page size (1 to 500, default 100).' },
+      cursor: { type: 'string', maxLength: 100, description: '`nextCursor` of the previous page.' },
+    },
+    additionalProperties: false,
+  }) as const;
+
+const pageOf = (name: string, item: object, description: string) =>
+  named(name, {
+    type: 'object',
+    description,
+    required: ['items', 'nextCursor'],
+    properties: {
+      items: { type: 'array', items: item, description: 'Newest first.' },
+      nextCursor: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page; null on the last page.' },
+    },
+    additionalProperties: false,
+  });
+
+const stored = {
+  projectId: { type: 'string', description: 'Project.' },
+  workspaceId: { type: 'string', description: 'Workspace.' },
+  deviceId: { type: 'string', description: 'The device that uploaded it.' },
+} as const;
+
+const storedEventSchema = {
+  type: 'object',
+  description: 'A stored event.',
+  required: ['projectId', 'workspaceId', 'deviceId', 'seq', 'id', 'at', 'kind', 'data', 'receivedAt'],
+  properties: {
+    ...stored,
+    seq: { type: 'integer', description: "The workbench's sequence number." },
+    id: { type: 'string', description: "The workbench's id of the event." },
+    at: { type: 'string', description: 'When it happened.' },
+    kind: { type: 'string', description: 'What happened.' },
+    data: { type: 'object', description: 'Details, redacted on receipt.' },
+    receivedAt: { type: 'string', description: 'When the service stored it.' },
+  },
+  additionalProperties: false,
+} as const;
+
+const storedAuditSchema = {
+  type: 'object',
+  description: 'A stored audit record.',
+  required: ['projectId', 'workspaceId', 'deviceId', 'id', 'at', 'actor', 'action', 'receivedAt'],
+  properties: {
+    ...stored,
+    id: { type: 'string', description: "The workbench's id of the record." },
+    at: { type: 'string', description: 'When it happened.' },
+    actor: { type: 'string', description: 'Who acted.' },
+    action: { type: 'string', description: 'What was done.' },
+    target: { type: 'string', description: 'What it was done to (absent for memory reads).' },
+    label: { type: 'string', description: 'Short label.' },
+    details: { type: 'object', description: 'Details, redacted on receipt (absent for memory reads).' },
+    receivedAt: { type: 'string', description: 'When the service stored it.' },
+  },
+  additionalProperties: false,
+} as const;
+
+const storedTaskSchema = {
+  type: 'object',
+  description: 'A task, as last reported.',
+  required: ['projectId', 'workspaceId', 'deviceId', 'id', 'title', 'status', 'createdAt', 'updatedAt'],
+  properties: {
+    ...stored,
+    id: { type: 'string', description: "The workbench's id of the task." },
+    title: { type: 'string', description: 'Title.' },
+    status: { type: 'string', enum: [...TASK_STATUSES], description: 'Status.' },
+    createdAt: { type: 'string', description: 'Created.' },
+    updatedAt: { type: 'string', description: 'Last changed.' },
+    completedAt: { type: 'string', description: 'Completed, failed or cancelled.' },
+  },
+  additionalProperties: false,
+} as const;
+
+const usageSummarySchema = named('UsageSummary', {
+  type: 'object',
+  description: 'Usage by UTC day, provider and model, oldest day first.',
+  required: ['rows'],
+  properties: {
+    rows: {
+      type: 'array',
+      description: 'One row per day, provider and model.',
+      items: {
+        type: 'object',
+        description: 'Totals of one day, provider and model.',
+        required: ['day', 'provider', 'model', 'requests', 'inputTokens', 'outputTokens', 'cachedTokens', 'cost'],
+        properties: {
+          day: { type: 'string', description: 'UTC day, `YYYY-MM-DD`.' },
+          provider: { type: 'string', description: 'Provider.' },
+          model: { type: 'string', description: 'Model.' },
+          requests: { type: 'integer', description: 'Usage items.' },
+          inputTokens: { type: 'integer', description: 'Input tokens.' },
+          outputTokens: { type: 'integer', description: 'Output tokens.' },
+          cachedTokens: { type: 'integer', description: 'Cached input tokens.' },
+          cost: { type: 'number', description: 'Cost in US dollars.' },
+        },
+        additionalProperties: false,
+      },
+    },
+  },
+  additionalProperties: false,
+} as const);
+
+function requireAdmin(principal: Principal | undefined, organisationId: string): void {
+  const actor = principal as Principal;
+  authorize(defineAbilityFor({ ...actor, projectRoles: new Map() }), 'read', 'Activity', { organisationId });
+}
+
+const eventPageSchema = pageOf('IngestedEventPage', storedEventSchema, 'A page of stored events.');
+const auditPageSchema = pageOf('IngestedAuditPage', storedAuditSchema, 'A page of stored audit records.');
+const taskPageSchema = pageOf('IngestedTaskPage', storedTaskSchema, 'A page of tasks.');
+
+export function ingestRoutes(service: IngestService, reader: IngestReader, limits: IngestLimits): RouteDefinition[] {
+  const consoleRoute = {
+    tenant: true,
+    auth: ['person', 'cloud-session'] as const,
+    extension: true,
+    tag: 'Ingest',
+  };
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/ingest/v1',
+      operationId: 'ingest',
+      summary: 'Upload events, usage, audit records and tasks',
+      description:
+        'Stored in one transaction, all or nothing. Items are identified (events by `seq` per device and workspace; usage, audit and tasks by `id` per device), so a retry stores nothing twice and answers zero counts with the same cursors. ' +
+        'Credentials in event `data` and audit `details`/`label` are replaced by `[REDACTED:<kind>]` before storage; a memory read keeps only its label. ' +
+        'Refusals: 400 `invalid_request` naming the list and index of a bad item (nothing is stored), 400 `unsupported_schema_version`, 404 `not_found` (project not in your organisation), 413 (body over INGEST_MAX_BYTES or more than INGEST_MAX_ITEMS items).',
+      tag: 'Ingest',
+      tenant: true,
+      auth: ['device'],
+      deviceScope: 'ingest:write',
+      bodyLimitBytes: limits.maxBytes,
+      precheck: (body) => precheckEnvelope(body, limits),
+      schemas: { body: ingestEnvelopeSchema },
+      responses: { 200: { description: 'What was newly stored and the cursors to resume from.', schema: ingestAnswerSchema } },
+      handler: async ({ body, principal }) => {
+        const device = principal!;
+        const answer = await service.ingest({ organisationId: device.organisationId, deviceId: device.deviceId as string }, body as IngestEnvelope);
+        return { status: 200, body: answer, headers: { 'Cache-Control': 'no-store' } };
+      },
+    }),
+    defineRoute({
+      ...consoleRoute,
+      method: 'get',
+      path: '/platform/v1/ingest/events',
+      operationId: 'listIngestedEvents',
+      summary: "The organisation's events (owners and admins)",
+      schemas: { query: filtersQuery('Only this event kind.') },
+      responses: { 200: { description: 'A page of events.', schema: eventPageSchema } },
+      handler: async ({ query, principal, tenant }) => {
+        requireAdmin(principal, tenant!.id);
+        return { status: 200, body: await reader.events(tenant!.id, { ...query, limit: query.limit ?? 100 }) };
+      },
+    }),
+    defineRoute({
+      ...consoleRoute,
+      method: 'get',
+      path: '/platform/v1/ingest/audit',
+      operationId: 'listIngestedAudit',
+      summary: "The organisation's audit records (owners and admins)",
+      schemas: { query: filtersQuery('Only this action.') },
+      responses: { 200: { description: 'A page of audit records.', schema: auditPageSchema } },
+      handler: async ({ query, principal, tenant }) => {
+        requireAdmin(principal, tenant!.id);
+        return { status: 200, body: await reader.audit(tenant!.id, { ...query, limit: query.limit ?? 100 }) };
+      },
+    }),
+    defineRoute({
+      ...consoleRoute,
+      method: 'get',
+      path: '/platform/v1/ingest/tasks',
+      operationId: 'listIngestedTasks',
+      summary: "The organisation's tasks (owners and admins)",
+      schemas: { query: filtersQuery('Only this status.') },
+      responses: { 200: { description: 'A page of tasks.', schema: taskPageSchema } },
+      handler: async ({ query, principal, tenant }) => {
+        requireAdmin(principal, tenant!.id);
+        return { status: 200, body: await reader.tasks(tenant!.id, { ...query, limit: query.limit ?? 100 }) };
+      },
+    }),
+    defineRoute({
+      ...consoleRoute,
+      method: 'get',
+      path: '/platform/v1/ingest/usage/summary',
+      operationId: 'summariseIngestedUsage',
+      summary: "The organisation's model usage by day and model (owners and admins)",
+      schemas: {
+        query: {
+          type: 'object',
+          properties: {
+            projectId: { type: 'string', maxLength: 40, description: 'Only this project.' },
+            since: { ...timestampSchema, description: 'From this time on (inclusive).' },
+            until: { ...timestampSchema, description: 'Before this time (exclusive).' },
+          },
+          additionalProperties: false,
+        },
+      },
+      responses: { 200: { description: 'Usage totals.', schema: usageSummarySchema } },
+      handler: async ({ query, principal, tenant }) => {
+        requireAdmin(principal, tenant!.id);
+        return { status: 200, body: { rows: await reader.usageSummary(tenant!.id, query) } };
+      },
+    }),
+  ];
+}
+

@@ -1,0 +1,134 @@
+import type { DataSource } from 'typeorm';
+import { QueryFailedError } from 'typeorm';
+import type { FromSchema } from 'json-schema-to-ts';
+import type { Clock } from '../../util/clock.js';
+import type { ProjectService } from '../projects/service.js';
+import { redact, redactAuditItem } from './redaction.js';
+import type { ingestAnswerSchema, ingestEnvelopeSchema } from './schemas.js';
+import { dialectOf, IngestStore, sqlTime, type StreamCursors, type StreamKey } from './store.js';
+
+export type IngestEnvelope = FromSchema<typeof ingestEnvelopeSchema>;
+export type IngestAnswer = FromSchema<typeof ingestAnswerSchema>;
+
+/** Fields of an audit record that hold content: all of them go for a memory read. */
+export const AUDIT_CONTENT_FIELDS = ['details', 'target'] as const;
+
+const MAX_ATTEMPTS = 4;
+
+function isRetryable(error: unknown): boolean {
+  if (!(error instanceof QueryFailedError)) return false;
+  const code = (error.driverError as { code?: string } | undefined)?.code ?? '';
+  // Two uploads of different streams can still deadlock on index gaps in InnoDB; SQLite reports
+  // a busy database when another connection holds the write lock.
+  return code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT' || code === 'SQLITE_BUSY';
+}
+
+/** `<at>|<id>`: ordered by time, then id; RFC 3339 UTC text sorts as time does. */
+function position(at: string, id: string): string {
+  return `${new Date(at).toISOString()}|${id}`;
+}
+
+function newest(current: string, candidates: readonly string[]): string {
+  let best = current;
+  for (const candidate of candidates) if (candidate > best) best = candidate;
+  return best;
+}
+
+/**
+ * Stores one envelope: all of it or nothing, in one transaction. Each item is identified (see
+ * entities.ts), so a retry of an envelope whose answer was lost stores nothing again, answers
+ * zero counts and the same cursors. Cursors only move forward.
+ */
+export class IngestService {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly clock: Clock,
+    private readonly projects: ProjectService,
+  ) {}
+
+  async ingest(device: { organisationId: string; deviceId: string }, envelope: IngestEnvelope): Promise<IngestAnswer> {
+    // Another organisation's project, or none: 404 either way (ProjectService.get says so).
+    await this.projects.get(device.organisationId, envelope.projectId);
+
+    // Redaction happens before anything is stored (or could be logged).
+    const events = (envelope.events ?? []).map((event) => ({ ...event, data: redact(event.data).value }));
+    const audit = (envelope.audit ?? []).map((item) => redactAuditItem(item, AUDIT_CONTENT_FIELDS).value);
+    const usage = envelope.usage ?? [];
+    const tasks = envelope.tasks ?? [];
+    const stream: StreamKey = { organisationId: device.organisationId, deviceId: device.deviceId, workspaceId: envelope.workspaceId };
+    const dialect = dialectOf(this.dataSource);
+
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.dataSource.transaction(async (manager) => {
+          const store = new IngestStore(manager, dialect);
+          const now = this.clock.now();
+          const t = (value: string | Date) => sqlTime(dialect, typeof value === 'string' ? new Date(value) : value);
+          const held = await store.lockStream(stream, now);
+          const base = [device.organisationId, envelope.projectId, device.deviceId, envelope.workspaceId];
+          const common = ['organisation_id', 'project_id', 'device_id', 'workspace_id'];
+
+          const acceptedEvents = await store.insertIgnore(
+            'ingest_events',
+            [...common, 'seq', 'event_id', 'at', 'kind', 'data', 'received_at'],
+            events.map((e) => [...base, e.seq, e.id, t(e.at), e.kind, JSON.stringify(e.data), t(now)]),
+          );
+          const acceptedUsage = await store.insertIgnore(
+            'ingest_usage',
+            [...common, 'item_id', 'at', 'provider', 'model', 'input_tokens', 'output_tokens', 'cached_tokens', 'cost', 'received_at'],
+            usage.map((u) => [...base, u.id, t(u.at), u.provider, u.model, u.inputTokens, u.outputTokens, u.cachedTokens, Math.round(u.cost * 1e6) / 1e6, t(now)]),
+          );
+          const acceptedAudit = await store.insertIgnore(
+            'ingest_audit',
+            [...common, 'item_id', 'at', 'actor', 'action', 'target', 'label', 'details', 'received_at'],
+            audit.map((a) => [
+              ...base,
+              a.id,
+              t(a.at),
+              a.actor,
+              a.action,
+              a.target ?? null,
+              a.label ?? null,
+              a.details === undefined ? null : JSON.stringify(a.details),
+              t(now),
+            ]),
+          );
+          let acceptedTasks = 0;
+          for (const task of tasks) {
+            const values = {
+              title: task.title,
+              status: task.status,
+              createdAt: new Date(task.createdAt),
+              updatedAt: new Date(task.updatedAt),
+              completedAt: task.completedAt ? new Date(task.completedAt) : null,
+              projectId: envelope.projectId,
+              workspaceId: envelope.workspaceId,
+            };
+            const inserted = await store.insertIgnore(
+              'ingest_tasks',
+              [...common, 'task_id', 'title', 'status', 'created_at', 'updated_at', 'completed_at', 'received_at'],
+              [[...base, task.id, task.title, task.status, t(values.createdAt), t(values.updatedAt), values.completedAt ? t(values.completedAt) : null, t(now)]],
+            );
+            if (inserted || (await store.updateTaskIfNewer(device.deviceId, task.id, values, now))) acceptedTasks += 1;
+          }
+
+          const cursors: StreamCursors = {
+            events: Math.max(held.events, ...events.map((e) => e.seq)),
+            usage: newest(held.usage, usage.map((u) => position(u.at, u.id))),
+            audit: newest(held.audit, audit.map((a) => position(a.at, a.id))),
+          };
+          if (cursors.events !== held.events || cursors.usage !== held.usage || cursors.audit !== held.audit) {
+            await store.saveCursors(stream, cursors, now);
+          }
+          return {
+            accepted: { events: acceptedEvents, usage: acceptedUsage, audit: acceptedAudit, tasks: acceptedTasks },
+            cursors,
+          };
+        });
+      } catch (error) {
+        if (attempt < MAX_ATTEMPTS && isRetryable(error)) continue;
+        throw error;
+      }
+    }
+  }
+}
