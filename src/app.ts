@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { OrganisationOidcVerifier } from '../adapters/identity/organisation-oidc.js';
+import { OrganisationLogin } from '../adapters/identity/organisation-login.js';
 import { authentication } from './auth/middleware.js';
 import { PersonTokenResolver } from './auth/person-token.js';
 import { DeviceTokenResolver } from './auth/device-token.js';
@@ -12,6 +13,16 @@ import { MemoryReplayCache } from '../adapters/state/memory-replay-cache.js';
 import { RedisReplayCache } from '../adapters/state/redis-replay-cache.js';
 import { DeviceStore } from './modules/devices/store.js';
 import { DeviceTokenService } from './modules/devices/tokens.js';
+import { JoinKeyService } from './modules/devices/join-keys.js';
+import { joinRoutes } from './modules/devices/join-routes.js';
+import { tokenRoutes } from './modules/devices/token-routes.js';
+import { deviceAdminRoutes } from './modules/devices/admin-routes.js';
+import { DeviceCodeService } from './modules/devices/device-code.js';
+import { deviceCodeRoutes } from './modules/devices/device-code-routes.js';
+import { approvalRoutes } from './modules/devices/approval-routes.js';
+import { approvalPage } from './modules/devices/approval-page.js';
+import { WebSessions } from './modules/devices/page-session.js';
+import { OrganisationSignIn } from './modules/devices/page-sign-in.js';
 import type { TokenResolver } from './auth/resolver.js';
 import type { Config } from './config.js';
 import { errorHandler, notFoundHandler, requestId, requestLogger } from './http/edge.js';
@@ -23,6 +34,12 @@ import { discoveryRoutes } from './modules/discovery/routes.js';
 import { databaseProbe, healthRoutes, type ReadinessProbe } from './modules/health/routes.js';
 import { organisationRoutes } from './modules/organisation/routes.js';
 import { OrganisationService } from './modules/organisation/service.js';
+import { policyRoutes } from './modules/policy/routes.js';
+import { PolicyService } from './modules/policy/service.js';
+import { ProjectService } from './modules/projects/service.js';
+import { IngestReader } from './modules/ingest/read.js';
+import { ingestRoutes } from './modules/ingest/routes.js';
+import { IngestService } from './modules/ingest/service.js';
 import type { Clock } from './util/clock.js';
 
 export interface AppDependencies {
@@ -42,6 +59,7 @@ export interface Platform {
     verifier: OrganisationOidcVerifier;
     dpop: DpopVerifier;
     deviceTokens: DeviceTokenService;
+    projects: ProjectService;
   };
 }
 
@@ -53,8 +71,12 @@ export function buildApp(deps: AppDependencies): Platform {
   const verifier = new OrganisationOidcVerifier({ clock, ...config.oidc });
   const replay = deps.redis ? new RedisReplayCache(deps.redis, clock) : new MemoryReplayCache(clock);
   const dpop = new DpopVerifier({ clock, replay, ...config.dpop, nonceSecret: config.dpop.nonceSecret ?? randomNonceSecret() });
-  const deviceTokens = new DeviceTokenService(dataSource, clock, config.devices);
+  const deviceTokens = new DeviceTokenService(dataSource, clock, config.devices, async (organisationId, personId) =>
+    (await organisations.roleOf(organisationId, personId)) !== undefined,
+  );
   const deviceStore = new DeviceStore(dataSource);
+  const joinKeys = new JoinKeyService(dataSource, clock, deviceTokens, organisations);
+  const deviceCodes = new DeviceCodeService(dataSource, clock, config.devices, deviceTokens, organisations);
   const resolvers: TokenResolver[] = [
     new DeviceTokenResolver(deviceTokens, dpop, organisations, clock, (id, at) => deviceStore.touch(id, at)),
   ];
@@ -73,6 +95,11 @@ export function buildApp(deps: AppDependencies): Platform {
 
   const registry = new RouteRegistry();
   registry.add(...healthRoutes(probes), ...discoveryRoutes(config), ...organisationRoutes());
+  const projects = new ProjectService(dataSource, clock);
+  registry.add(...policyRoutes(new PolicyService(dataSource, clock, logger, projects)));
+  registry.add(...ingestRoutes(new IngestService(dataSource, clock, projects), new IngestReader(dataSource), config.ingest));
+  registry.add(...joinRoutes({ joinKeys, dpop }), ...tokenRoutes({ tokens: deviceTokens, dpop }), ...deviceAdminRoutes({ joinKeys, devices: deviceStore, tokens: deviceTokens }));
+  registry.add(...deviceCodeRoutes({ deviceCodes, dpop, config }), ...approvalRoutes(deviceCodes));
   registry.add(
     defineRoute({
       method: 'get',
@@ -100,7 +127,14 @@ export function buildApp(deps: AppDependencies): Platform {
   app.use(requestId());
   app.use(requestLogger(logger));
   app.use(helmet({ contentSecurityPolicy: { directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } } }));
-  app.use(express.json({ limit: config.jsonBodyLimitBytes, strict: true }));
+  // Bodies are parsed at the edge with the default limit, except for routes that read their
+  // own (larger) bodies after authentication (see RouteDefinition.bodyLimitBytes).
+  const jsonBody = express.json({ limit: config.jsonBodyLimitBytes, strict: true });
+  // RFC 8628 clients post small forms to the token endpoints, and the approval page posts its
+  // forms; nothing else accepts them.
+  const formBody = express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 100 });
+  app.use((req, res, next) => (registry.readsOwnBody(req.method, req.path) ? next() : jsonBody(req, res, next)));
+  app.use((req, res, next) => (registry.readsOwnBody(req.method, req.path) ? next() : formBody(req, res, next)));
 
   const rateLimits = new RateLimits(deps.redis ? redisStores(deps.redis) : memoryStores(), config.rateLimitsEnabled);
   const router = express.Router();
@@ -108,14 +142,30 @@ export function buildApp(deps: AppDependencies): Platform {
     router,
     {
       rateLimit: (rule) => rateLimits.handler(rule),
+      bodyParsers: (_route, limit) => [express.json({ limit, strict: true })],
       tenancy: tenancy(config.deployment, organisations),
       authenticate: authentication(resolvers, config.deployment),
     },
     config.deployment,
   );
   app.use(router);
+  // The approval page at verification_uri: HTML pages beside the API, not in its OpenAPI document.
+  const pageLogin = new OrganisationLogin({ ...config.oidc, metadataMaxAgeMs: config.oidc.jwksCacheMaxAgeMs });
+  app.use(
+    approvalPage({
+      deployment: config.deployment,
+      baseUrl: config.baseUrl,
+      deviceCodes,
+      organisations,
+      sessions: new WebSessions(dataSource, clock),
+      // Cloud: none until Cloud sessions exist; the page says so.
+      signIn: config.deployment === 'self-hosted' ? new OrganisationSignIn(pageLogin, new PersonTokenResolver(verifier, organisations)) : undefined,
+      tenancy: tenancy(config.deployment, organisations),
+      rateLimit: (rule) => rateLimits.handler(rule),
+    }),
+  );
   app.use(notFoundHandler());
   app.use(errorHandler(logger));
 
-  return { app, registry, openapi, services: { organisations, verifier, dpop, deviceTokens } };
+  return { app, registry, openapi, services: { organisations, verifier, dpop, deviceTokens, projects } };
 }

@@ -45,6 +45,12 @@ export interface Config {
   migrateOnStart: boolean;
   /** Rate limits on enrolment and sign-in operations (switch off only for load tests). */
   rateLimitsEnabled: boolean;
+  ingest: {
+    /** Largest ingest envelope, bytes (its own limit, read after authentication). */
+    maxBytes: number;
+    /** Most items (events, usage, audit, tasks together) in one envelope. */
+    maxItems: number;
+  };
   devices: {
     accessTokenTtlSeconds: number;
     refreshTokenTtlSeconds: number;
@@ -216,6 +222,10 @@ export function loadConfig(env: Env = process.env): Config {
     bootstrapLocalhost: boolean(env, 'PLATFORM_BOOTSTRAP_LOCALHOST', true),
     migrateOnStart: boolean(env, 'MIGRATE_ON_START', true),
     rateLimitsEnabled: boolean(env, 'RATE_LIMITS_ENABLED', true),
+    ingest: {
+      maxBytes: byteSize(env, 'INGEST_MAX_BYTES', 4 * 1024 * 1024),
+      maxItems: integer(env, 'INGEST_MAX_ITEMS', 5000, 1, 100_000),
+    },
     devices: {
       accessTokenTtlSeconds: integer(env, 'DEVICE_ACCESS_TOKEN_TTL_SECONDS', 3600, 60, 86_400),
       refreshTokenTtlSeconds: integer(env, 'DEVICE_REFRESH_TOKEN_TTL_SECONDS', 30 * 86_400, 3600, 365 * 86_400),

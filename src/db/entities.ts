@@ -7,6 +7,10 @@ import {
 } from '../modules/organisation/entities.js';
 import { ProjectEntity, ProjectMemberEntity } from '../modules/projects/entities.js';
 import { DeviceAuthorizationEntity, DeviceEntity, DeviceTokenEntity, JoinKeyEntity } from '../modules/devices/entities.js';
+import { WebSessionEntity } from '../modules/devices/page-session.js';
+import { PolicyRevisionEntity } from '../modules/policy/entities.js';
+
+import { ingestEntities } from '../modules/ingest/entities.js';
 
 /** Every entity of the service; a module adds its own here. */
 export const ENTITIES = [
@@ -21,4 +25,11 @@ export const ENTITIES = [
   DeviceTokenEntity,
   DeviceAuthorizationEntity,
   JoinKeyEntity,
+  WebSessionEntity,
+  PolicyRevisionEntity,
 ];
+
+/** The entities of a dialect: the fixed list plus those whose column types differ by dialect. */
+export function entitiesFor(dialect: 'sqlite' | 'mysql') {
+  return [...ENTITIES, ...ingestEntities(dialect)];
+}

@@ -3,9 +3,16 @@ import { Foundation1763740000000 as SqliteFoundation } from './sqlite/1763740000
 import { Foundation1763740000000 as MysqlFoundation } from './mysql/1763740000000-foundation.js';
 import { Devices1763750000000 as SqliteDevices } from './sqlite/1763750000000-devices.js';
 import { Devices1763750000000 as MysqlDevices } from './mysql/1763750000000-devices.js';
+import { Policy1763760000000 as SqlitePolicy } from './sqlite/1763760000000-policy.js';
+import { Policy1763760000000 as MysqlPolicy } from './mysql/1763760000000-policy.js';
+import { WebSessions1763770000000 as SqliteWebSessions } from './sqlite/1763770000000-web-sessions.js';
+import { WebSessions1763770000000 as MysqlWebSessions } from './mysql/1763770000000-web-sessions.js';
+
+import { Ingest1763780000000 as SqliteIngest } from './sqlite/1763780000000-ingest.js';
+import { Ingest1763780000000 as MysqlIngest } from './mysql/1763780000000-ingest.js';
 
 type MigrationClass = new () => MigrationInterface;
 
 /** Migrations per dialect, in order. Listed by hand so they load the same in ESM, tests and builds. */
-export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation, SqliteDevices];
-export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices];
+export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation, SqliteDevices, SqlitePolicy, SqliteWebSessions, SqliteIngest];
+export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices, MysqlPolicy, MysqlWebSessions, MysqlIngest];

@@ -75,19 +75,28 @@ export class OrganisationStore {
     for (const host of hosts) await this.manager.delete(OrganisationHostEntity, { host, organisationId });
   }
 
-  /** The person an identity provider names by (`iss`, `sub`), with their role in `organisationId`. */
+  /** The person an identity provider names by (`iss`, `sub`), with their role in `organisationId`:
+   * one query, since every person-token request asks it. */
   async findIdentity(
     issuer: string,
     subject: string,
     organisationId: string,
   ): Promise<{ person: PersonRecord; membership: MembershipRecord | null } | null> {
-    const identity = await this.manager.findOneBy(PersonIdentityEntity, { issuer, subject });
+    const identity = await this.manager
+      .createQueryBuilder(PersonIdentityEntity, 'identity')
+      .innerJoinAndMapOne('identity.person', 'Person', 'person', 'person.id = identity.personId')
+      .leftJoinAndMapOne(
+        'identity.membership',
+        'Membership',
+        'membership',
+        'membership.personId = identity.personId AND membership.organisationId = :organisationId',
+        { organisationId },
+      )
+      .where('identity.issuer = :issuer AND identity.subject = :subject', { issuer, subject })
+      .getOne();
     if (!identity) return null;
-    const [person, membership] = await Promise.all([
-      this.manager.findOneBy(PersonEntity, { id: identity.personId }),
-      this.manager.findOneBy(MembershipEntity, { organisationId, personId: identity.personId }),
-    ]);
-    return person ? { person, membership } : null;
+    const joined = identity as typeof identity & { person: PersonRecord; membership?: MembershipRecord | null };
+    return { person: joined.person, membership: joined.membership ?? null };
   }
 
   async insertPerson(person: PersonRecord): Promise<void> {
