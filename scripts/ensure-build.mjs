@@ -90,3 +90,20 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     process.exitCode = 1;
   }
 }
+
+/**
+ * Builds when needed, then runs a built entry point in this process (one process: signals and
+ * the exit code belong to what runs). `npm start` and `bin/platform.js` both start this way.
+ */
+export async function runBuilt(entry) {
+  try {
+    ensureBuild();
+  } catch (error) {
+    if (!(error instanceof BuildError)) throw error;
+    process.stderr.write(`platform: ${error.message}\n`);
+    process.exit(1);
+  }
+  // Stack traces then name the TypeScript sources (the build writes source maps).
+  process.setSourceMapsEnabled(true);
+  await import(new URL(`../${entry}`, import.meta.url).href);
+}

@@ -130,11 +130,11 @@ export function buildApp(deps: AppDependencies): Platform {
   // Bodies are parsed at the edge with the default limit, except for routes that read their
   // own (larger) bodies after authentication (see RouteDefinition.bodyLimitBytes).
   const jsonBody = express.json({ limit: config.jsonBodyLimitBytes, strict: true });
-  // RFC 8628 clients post small forms to the token endpoints, and the approval page posts its
-  // forms; nothing else accepts them.
+  // RFC 8628 clients post small forms to the token endpoints (routes that declare forms); the
+  // approval page parses its own, smaller forms.
   const formBody = express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 100 });
   app.use((req, res, next) => (registry.readsOwnBody(req.method, req.path) ? next() : jsonBody(req, res, next)));
-  app.use((req, res, next) => (registry.readsOwnBody(req.method, req.path) ? next() : formBody(req, res, next)));
+  app.use((req, res, next) => (registry.acceptsForms(req.method, req.path) && !registry.readsOwnBody(req.method, req.path) ? formBody(req, res, next) : next()));
 
   const rateLimits = new RateLimits(deps.redis ? redisStores(deps.redis) : memoryStores(), config.rateLimitsEnabled);
   const router = express.Router();

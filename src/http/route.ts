@@ -155,6 +155,11 @@ export class RouteRegistry {
     return route?.bodyLimitBytes !== undefined;
   }
 
+  /** Whether the route answering this request takes form bodies (RFC 8628 / RFC 6749 clients). */
+  acceptsForms(method: string, path: string): boolean {
+    return this.find(method, path)?.mediaTypes?.includes('application/x-www-form-urlencoded') ?? false;
+  }
+
   /** The declared route answering `method path`, for answer checks in tests. */
   find(method: string, path: string): RouteDefinition | undefined {
     const pathname = path.split('?')[0] ?? path;

@@ -3,7 +3,7 @@ import type { Principal } from '../../auth/principal.js';
 import { ApiError, invalidRequest } from '../../http/errors.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { named, timestampSchema } from '../../http/schema.js';
-import type { IngestReader } from './read.js';
+import type { IngestReader, ReadFilters } from './read.js';
 import { ingestAnswerSchema, ingestEnvelopeSchema, TASK_STATUSES } from './schemas.js';
 import type { IngestEnvelope, IngestService } from './service.js';
 
@@ -161,6 +161,11 @@ export function ingestRoutes(service: IngestService, reader: IngestReader, limit
     extension: true,
     tag: 'Ingest',
   };
+  const lists = [
+    { name: 'events', operationId: 'listIngestedEvents', summary: "The organisation's events (owners and admins)", kind: 'Only this event kind.', schema: eventPageSchema, read: (id: string, f: ReadFilters) => reader.events(id, f) },
+    { name: 'audit', operationId: 'listIngestedAudit', summary: "The organisation's audit records (owners and admins)", kind: 'Only this action.', schema: auditPageSchema, read: (id: string, f: ReadFilters) => reader.audit(id, f) },
+    { name: 'tasks', operationId: 'listIngestedTasks', summary: "The organisation's tasks (owners and admins)", kind: 'Only this status.', schema: taskPageSchema, read: (id: string, f: ReadFilters) => reader.tasks(id, f) },
+  ];
   return [
     defineRoute({
       method: 'post',
@@ -185,45 +190,21 @@ export function ingestRoutes(service: IngestService, reader: IngestReader, limit
         return { status: 200, body: answer, headers: { 'Cache-Control': 'no-store' } };
       },
     }),
-    defineRoute({
-      ...consoleRoute,
-      method: 'get',
-      path: '/platform/v1/ingest/events',
-      operationId: 'listIngestedEvents',
-      summary: "The organisation's events (owners and admins)",
-      schemas: { query: filtersQuery('Only this event kind.') },
-      responses: { 200: { description: 'A page of events.', schema: eventPageSchema } },
-      handler: async ({ query, principal, tenant }) => {
-        requireAdmin(principal, tenant!.id);
-        return { status: 200, body: await reader.events(tenant!.id, { ...query, limit: query.limit ?? 100 }) };
-      },
-    }),
-    defineRoute({
-      ...consoleRoute,
-      method: 'get',
-      path: '/platform/v1/ingest/audit',
-      operationId: 'listIngestedAudit',
-      summary: "The organisation's audit records (owners and admins)",
-      schemas: { query: filtersQuery('Only this action.') },
-      responses: { 200: { description: 'A page of audit records.', schema: auditPageSchema } },
-      handler: async ({ query, principal, tenant }) => {
-        requireAdmin(principal, tenant!.id);
-        return { status: 200, body: await reader.audit(tenant!.id, { ...query, limit: query.limit ?? 100 }) };
-      },
-    }),
-    defineRoute({
-      ...consoleRoute,
-      method: 'get',
-      path: '/platform/v1/ingest/tasks',
-      operationId: 'listIngestedTasks',
-      summary: "The organisation's tasks (owners and admins)",
-      schemas: { query: filtersQuery('Only this status.') },
-      responses: { 200: { description: 'A page of tasks.', schema: taskPageSchema } },
-      handler: async ({ query, principal, tenant }) => {
-        requireAdmin(principal, tenant!.id);
-        return { status: 200, body: await reader.tasks(tenant!.id, { ...query, limit: query.limit ?? 100 }) };
-      },
-    }),
+    ...lists.map((list) =>
+      defineRoute({
+        ...consoleRoute,
+        method: 'get',
+        path: `/platform/v1/ingest/${list.name}`,
+        operationId: list.operationId,
+        summary: list.summary,
+        schemas: { query: filtersQuery(list.kind) },
+        responses: { 200: { description: `A page of ${list.name}.`, schema: list.schema } },
+        handler: async ({ query, principal, tenant }) => {
+          requireAdmin(principal, tenant!.id);
+          return { status: 200, body: await list.read(tenant!.id, { ...query, limit: query.limit ?? 100 }) };
+        },
+      }),
+    ),
     defineRoute({
       ...consoleRoute,
       method: 'get',
