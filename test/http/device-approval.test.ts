@@ -5,8 +5,9 @@ import { DeviceAuthorizationEntity } from '../../src/modules/devices/entities.js
 import { PersonIdentityEntity, type OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { createPerson, deviceHeaders, enrolDevice } from '../support/devices.js';
-import { TestIdentityProvider } from '../support/idp.js';
-import { call, createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
+import type { TestIdentityProvider } from '../support/idp.js';
+import { ROLE_CLAIM, twoOrganisations } from '../support/organisations.js';
+import { addressSequence, call, startPlatform, type TestPlatform } from '../support/platform.js';
 
 /**
  * The console's side of the device-code flow (an extension): a person signed in to the
@@ -14,7 +15,6 @@ import { call, createOrganisation, startPlatform, type TestPlatform } from '../s
  * denies it. Approvers hold real person tokens from the organisation's OpenID Connect provider.
  */
 
-const ROLE_CLAIM = 'platform_role';
 const CODE_TTL_SECONDS = 600;
 
 const clock = new ManualClock(Math.floor(Date.now() / 1000) * 1000);
@@ -28,11 +28,7 @@ let partnerHost: string;
 
 beforeAll(async () => {
   platform = await startPlatform({ clock, env: { TRUST_PROXY: 'loopback' } });
-  [idp, partnerIdp] = await Promise.all([TestIdentityProvider.start({ clock }), TestIdentityProvider.start({ clock })]);
-  organisation = await createOrganisation(platform, { name: 'Approvals Org', oidc: idp.settings({ roleClaim: ROLE_CLAIM }) });
-  const partner = await createOrganisation(platform, { name: 'Partner Org', oidc: partnerIdp.settings({ roleClaim: ROLE_CLAIM }) });
-  host = (await platform.services.organisations.hostsOf(organisation.id))[0]!;
-  partnerHost = (await platform.services.organisations.hostsOf(partner.id))[0]!;
+  ({ idp, otherIdp: partnerIdp, organisation, host, otherHost: partnerHost } = await twoOrganisations(platform, clock, ['Approvals Org', 'Partner Org']));
 });
 
 afterAll(async () => {
@@ -40,12 +36,8 @@ afterAll(async () => {
   await platform?.close();
 });
 
-let addressCount = 0;
 /** A network address of its own, as the trusted proxy reports it: per-address limits stay apart. */
-function newAddress(): string {
-  addressCount += 1;
-  return `10.1.${Math.floor(addressCount / 250)}.${(addressCount % 250) + 1}`;
-}
+const newAddress = addressSequence('10.1');
 
 interface Person {
   subject: string;

@@ -1,6 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import type { Response } from 'supertest';
 import {
   DeviceAuthorizationEntity,
@@ -10,8 +9,11 @@ import {
 import { scopeString } from '../../src/modules/devices/scopes.js';
 import { MembershipEntity, PersonIdentityEntity, type OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { ManualClock } from '../../src/util/clock.js';
+import { newProofKey, proofSigner, type ProofKey, type RequestProofOptions } from '../support/dpop-proofs.js';
 import { TestIdentityProvider } from '../support/idp.js';
-import { call, createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
+import { expectOauthError } from '../support/oauth.js';
+import { ROLE_CLAIM } from '../support/organisations.js';
+import { addressSequence, call, createOrganisation, startPlatform, startWithOrganisation, type TestPlatform } from '../support/platform.js';
 
 /**
  * The device-code flow (spec 4.6 and 5, RFC 8628) as a device sees it: ask for a code, poll,
@@ -19,7 +21,6 @@ import { call, createOrganisation, startPlatform, type TestPlatform } from '../s
  * approval API with a person token from a real OpenID Connect provider).
  */
 
-const ROLE_CLAIM = 'platform_role';
 const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
 const CODE_TTL_SECONDS = 600;
@@ -50,12 +51,8 @@ afterAll(async () => {
   await platform?.close();
 });
 
-let addressCount = 0;
 /** A network address of its own, as the trusted proxy reports it. */
-function newAddress(): string {
-  addressCount += 1;
-  return `10.0.${Math.floor(addressCount / 250)}.${(addressCount % 250) + 1}`;
-}
+const newAddress = addressSequence('10.0');
 
 interface CodeAnswer {
   device_code: string;
@@ -94,10 +91,9 @@ async function poll(deviceCode: string, options: { proof?: string; from?: string
   return res;
 }
 
+/** An OAuth error answer whose description is not empty. */
 function expectOAuthError(res: Response, error: string): void {
-  expect(res.status).toBe(400);
-  expect(res.body.error).toBe(error);
-  expect(typeof res.body.error_description).toBe('string');
+  expectOauthError(res, error);
   expect(res.body.error_description.length).toBeGreaterThan(0);
 }
 
@@ -145,31 +141,13 @@ async function enrolled(body: Record<string, unknown> = {}, approver = newApprov
 
 // DPoP proofs whose iat follows the platform's clock (the `dpop` package signs with real time) --
 
-interface ProofKey {
-  alg: 'ES256' | 'EdDSA';
-  privateKey: CryptoKey;
-  jwk: JWK;
-  jkt: string;
-}
+const signProof = proofSigner(clock);
 
-async function newKey(kind: 'ES256' | 'Ed25519' = 'ES256'): Promise<ProofKey> {
-  const { privateKey, publicKey } = await generateKeyPair(kind);
-  const { kty, crv, x, y } = await exportJWK(publicKey);
-  const jwk: JWK = y === undefined ? { kty, crv, x } : { kty, crv, x, y };
-  return { alg: kind === 'ES256' ? 'ES256' : 'EdDSA', privateKey, jwk, jkt: await calculateJwkThumbprint(jwk, 'sha256') };
-}
+/** A fresh key; an Ed25519 key signs its proofs as `EdDSA`. */
+const newKey = (kind: 'ES256' | 'Ed25519' = 'ES256') => newProofKey(kind, { signAs: kind === 'ES256' ? 'ES256' : 'EdDSA' });
 
-async function proofBy(key: ProofKey, options: { url?: string; method?: string; accessToken?: string; nonce?: string } = {}): Promise<string> {
-  const claims: Record<string, unknown> = {
-    jti: randomUUID(),
-    htm: options.method ?? 'POST',
-    htu: options.url ?? tokenUrl(),
-    iat: Math.floor(clock.now().getTime() / 1000),
-  };
-  if (options.accessToken) claims.ath = createHash('sha256').update(options.accessToken).digest('base64url');
-  if (options.nonce) claims.nonce = options.nonce;
-  return new SignJWT(claims).setProtectedHeader({ alg: key.alg, typ: 'dpop+jwt', jwk: key.jwk }).sign(key.privateKey);
-}
+/** A proof by `key`, for the device token endpoint unless told. */
+const proofBy = (key: ProofKey, { url = tokenUrl(), ...options }: RequestProofOptions & { url?: string } = {}) => signProof(key, url, options);
 
 async function getOrganisation(headers: Record<string, string>): Promise<Response> {
   return call(platform, 'get', '/platform/v1/organisation', { host, headers });
@@ -598,9 +576,7 @@ describe('DPoP-bound codes (RFC 9449)', () => {
     let strictHost: string;
 
     beforeAll(async () => {
-      strict = await startPlatform({ clock, env: { DPOP_REQUIRE_NONCE: 'true' } });
-      const org = await createOrganisation(strict, { name: 'Nonce Org' });
-      strictHost = (await strict.services.organisations.hostsOf(org.id))[0]!;
+      ({ platform: strict, host: strictHost } = await startWithOrganisation({ clock, env: { DPOP_REQUIRE_NONCE: 'true' } }, { name: 'Nonce Org' }));
     });
     afterAll(() => strict?.close());
 

@@ -1,6 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import type { Response } from 'supertest';
 import { DeviceEntity, type DeviceRecord } from '../../src/modules/devices/entities.js';
 import { DEVICE_REFRESH_RATE_LIMIT } from '../../src/modules/devices/token-routes.js';
@@ -10,7 +9,9 @@ import { ManualClock } from '../../src/util/clock.js';
 import { newId } from '../../src/util/ids.js';
 import { scopeString } from '../../src/modules/devices/scopes.js';
 import { createPerson, enrolDevice } from '../support/devices.js';
-import { call, createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
+import { newProofKey, proofKeyOf, proofSigner, type ProofKey } from '../support/dpop-proofs.js';
+import { expectOauthError } from '../support/oauth.js';
+import { call, createOrganisation, startPlatform, startWithOrganisation, type TestPlatform } from '../support/platform.js';
 
 /**
  * `POST /relay/v1/token` (spec 4.6): a refresh token for a new pair, rotated on every use; a
@@ -53,24 +54,7 @@ beforeAll(async () => {
 afterAll(() => platform?.close());
 
 // DPoP proofs signed here so that `iat` follows the platform's clock.
-interface ProofKey {
-  privateKey: Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
-  jwk: JWK;
-  jkt: string;
-}
-
-async function newProofKey(): Promise<ProofKey> {
-  const { privateKey, publicKey } = await generateKeyPair('ES256');
-  const jwk = await exportJWK(publicKey);
-  return { privateKey, jwk, jkt: await calculateJwkThumbprint(jwk, 'sha256') };
-}
-
-async function proof(key: ProofKey, url: string, options: { method?: string; accessToken?: string; nonce?: string } = {}): Promise<string> {
-  const claims: Record<string, unknown> = { htm: options.method ?? 'POST', htu: url, jti: randomUUID(), iat: Math.floor(clock.now().getTime() / 1000) };
-  if (options.accessToken) claims.ath = createHash('sha256').update(options.accessToken).digest('base64url');
-  if (options.nonce) claims.nonce = options.nonce;
-  return new SignJWT(claims).setProtectedHeader({ typ: 'dpop+jwt', alg: 'ES256', jwk: key.jwk }).sign(key.privateKey);
-}
+const proof = proofSigner(clock);
 
 const tokenUrl = (at = host) => `http://${at}/relay/v1/token`;
 
@@ -125,13 +109,6 @@ async function useAccessToken(accessToken: string, key?: ProofKey, at = host): P
     ? { Authorization: `DPoP ${accessToken}`, DPoP: await proof(key, url, { method: 'GET', accessToken }) }
     : { Authorization: `Bearer ${accessToken}` };
   return (await call(platform, 'get', '/platform/v1/organisation', { host: at, headers })).status;
-}
-
-function expectOauthError(res: Response, error: string, message?: RegExp): void {
-  expect(res.status).toBe(400);
-  expect(res.body.error).toBe(error);
-  expect(typeof res.body.error_description).toBe('string');
-  if (message) expect(res.body.error_description).toMatch(message);
 }
 
 describe('rotation', () => {
@@ -383,11 +360,7 @@ describe('server nonces (DPOP_REQUIRE_NONCE)', () => {
     const at = (await noncePlatform.services.organisations.hostsOf(org.id))[0]!;
     const person = await createPerson(noncePlatform, org.id, 'admin');
     const enrolled = await enrolDevice(noncePlatform, { organisationId: org.id, personId: person.id, alg: 'ES256' });
-    const key: ProofKey = {
-      privateKey: enrolled.keys!.privateKey as ProofKey['privateKey'],
-      jwk: await exportJWK(enrolled.keys!.publicKey),
-      jkt: enrolled.device.dpopJkt!,
-    };
+    const key = await proofKeyOf(enrolled.keys!);
     const first = await call(noncePlatform, 'post', '/relay/v1/token', {
       host: at,
       headers: { DPoP: await proof(key, tokenUrl(at)) },
@@ -411,9 +384,7 @@ describe('rate limit of POST /relay/v1/token', () => {
   let limitedHost: string;
 
   beforeAll(async () => {
-    limited = await startPlatform();
-    const org = await createOrganisation(limited, { name: 'Limited' });
-    limitedHost = (await limited.services.organisations.hostsOf(org.id))[0]!;
+    ({ platform: limited, host: limitedHost } = await startWithOrganisation({}, { name: 'Limited' }));
   });
   afterAll(() => limited?.close());
 

@@ -1,18 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Response } from 'supertest';
 import { DeviceEntity } from '../../src/modules/devices/entities.js';
-import { PersonIdentityEntity, type OrganisationRecord } from '../../src/modules/organisation/entities.js';
+import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { createPerson, deviceHeaders, enrolDevice, type EnrolledDevice } from '../support/devices.js';
-import { TestIdentityProvider } from '../support/idp.js';
-import { call, createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
+import type { TestIdentityProvider } from '../support/idp.js';
+import { personHeaders, personIdFor, twoOrganisations, type Role } from '../support/organisations.js';
+import { call, startPlatform, type TestPlatform } from '../support/platform.js';
 
 /**
  * Devices for owners and admins (an extension): list the organisation's enrolled devices and
  * revoke one, which ends its tokens at once.
  */
 
-const ROLE_CLAIM = 'platform_role';
 const clock = new ManualClock(Math.floor(Date.now() / 1000) * 1000);
 
 let platform: TestPlatform;
@@ -25,11 +25,7 @@ let otherHost: string;
 
 beforeAll(async () => {
   platform = await startPlatform({ clock, env: { RATE_LIMITS_ENABLED: 'false' } });
-  [idp, otherIdp] = await Promise.all([TestIdentityProvider.start({ clock }), TestIdentityProvider.start({ clock })]);
-  organisation = await createOrganisation(platform, { name: 'Acme', oidc: idp.settings({ roleClaim: ROLE_CLAIM }) });
-  other = await createOrganisation(platform, { name: 'Other', oidc: otherIdp.settings({ roleClaim: ROLE_CLAIM }) });
-  host = (await platform.services.organisations.hostsOf(organisation.id))[0]!;
-  otherHost = (await platform.services.organisations.hostsOf(other.id))[0]!;
+  ({ idp, otherIdp, organisation, other, host, otherHost } = await twoOrganisations(platform, clock));
 });
 
 afterAll(async () => {
@@ -37,15 +33,8 @@ afterAll(async () => {
   await platform?.close();
 });
 
-type Role = 'owner' | 'admin' | 'member';
-
-async function as(role: Role, sub: string = role, provider = idp): Promise<Record<string, string>> {
-  return { Authorization: `Bearer ${await provider.mint({ sub, claims: { [ROLE_CLAIM]: role, name: `The ${role}` } })}` };
-}
-
-async function personIdOf(sub: string, provider = idp): Promise<string> {
-  return (await platform.dataSource.getRepository(PersonIdentityEntity).findOneByOrFail({ issuer: provider.issuer, subject: sub })).personId;
-}
+const as = (role: Role, sub: string = role, provider = idp) => personHeaders(provider, role, sub);
+const personIdOf = (sub: string, provider = idp) => personIdFor(platform, provider, sub);
 
 async function listDevices(headers?: Record<string, string>, query = '', at = host): Promise<Response> {
   return call(platform, 'get', `/platform/v1/devices${query}`, { host: at, headers: headers ?? (await as('admin')) });

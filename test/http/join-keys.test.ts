@@ -1,15 +1,17 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import type { Response } from 'supertest';
 import { DeviceEntity, JoinKeyEntity } from '../../src/modules/devices/entities.js';
 import { JoinKeyService } from '../../src/modules/devices/join-keys.js';
 import { DEVICE_JOIN_RATE_LIMIT } from '../../src/modules/devices/join-routes.js';
-import { PersonIdentityEntity, type OrganisationRecord } from '../../src/modules/organisation/entities.js';
+import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { createPerson, enrolDevice } from '../support/devices.js';
-import { TestIdentityProvider } from '../support/idp.js';
-import { call, createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
+import { newProofKey, proofSigner, type ProofKey } from '../support/dpop-proofs.js';
+import type { TestIdentityProvider } from '../support/idp.js';
+import { expectOauthError } from '../support/oauth.js';
+import { personHeaders, personIdFor, twoOrganisations, type Role } from '../support/organisations.js';
+import { call, startPlatform, startWithOrganisation, type TestPlatform } from '../support/platform.js';
 
 /**
  * Join keys: owners and admins create, list and revoke them (an extension), and a node joins
@@ -17,7 +19,6 @@ import { call, createOrganisation, startPlatform, type TestPlatform } from '../s
  * creator as its approver.
  */
 
-const ROLE_CLAIM = 'platform_role';
 const KEY_SHAPE = /^platform_jk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
 const NODE_SCOPE = 'organisation:read policy:read ingest:write relay:connect';
 
@@ -39,11 +40,7 @@ beforeAll(async () => {
   // Rate limits are switched off here (the join tests would share one counter) and tested on a
   // platform of their own below.
   platform = await startPlatform({ clock, env: { RATE_LIMITS_ENABLED: 'false' } });
-  [idp, otherIdp] = await Promise.all([TestIdentityProvider.start({ clock }), TestIdentityProvider.start({ clock })]);
-  organisation = await createOrganisation(platform, { name: 'Acme', oidc: idp.settings({ roleClaim: ROLE_CLAIM }) });
-  other = await createOrganisation(platform, { name: 'Other', oidc: otherIdp.settings({ roleClaim: ROLE_CLAIM }) });
-  host = (await platform.services.organisations.hostsOf(organisation.id))[0]!;
-  otherHost = (await platform.services.organisations.hostsOf(other.id))[0]!;
+  ({ idp, otherIdp, organisation, other, host, otherHost } = await twoOrganisations(platform, clock));
 });
 
 afterAll(async () => {
@@ -51,16 +48,9 @@ afterAll(async () => {
   await platform?.close();
 });
 
-type Role = 'owner' | 'admin' | 'member';
-
 /** A person token of the organisation's provider naming `role` (the provider is the authority). */
-async function as(role: Role, sub: string = role, provider = idp): Promise<Record<string, string>> {
-  return { Authorization: `Bearer ${await provider.mint({ sub, claims: { [ROLE_CLAIM]: role, name: `The ${role}` } })}` };
-}
-
-async function personIdOf(sub: string, provider = idp): Promise<string> {
-  return (await platform.dataSource.getRepository(PersonIdentityEntity).findOneByOrFail({ issuer: provider.issuer, subject: sub })).personId;
-}
+const as = (role: Role, sub: string = role, provider = idp) => personHeaders(provider, role, sub);
+const personIdOf = (sub: string, provider = idp) => personIdFor(platform, provider, sub);
 
 interface CreatedKey {
   key: string;
@@ -96,37 +86,14 @@ async function join(key: string, options: { at?: string; body?: Record<string, u
   return call(platform, 'post', '/relay/v1/device/join', { host: options.at ?? host, headers: options.headers ?? {}, body });
 }
 
-function expectOauthError(res: Response, error: string, message?: RegExp): void {
-  expect(res.status).toBe(400);
-  expect(res.body.error).toBe(error);
-  expect(typeof res.body.error_description).toBe('string');
-  if (message) expect(res.body.error_description).toMatch(message);
-}
-
 // DPoP proofs signed here so that `iat` follows the platform's clock.
-interface ProofKey {
-  privateKey: Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
-  jwk: JWK;
-  jkt: string;
-}
-
-async function newProofKey(): Promise<ProofKey> {
-  const { privateKey, publicKey } = await generateKeyPair('ES256');
-  const jwk = await exportJWK(publicKey);
-  return { privateKey, jwk, jkt: await calculateJwkThumbprint(jwk, 'sha256') };
-}
-
-async function proof(key: ProofKey, url: string, method = 'POST', accessToken?: string): Promise<string> {
-  const claims: Record<string, unknown> = { htm: method, htu: url, jti: randomUUID(), iat: Math.floor(clock.now().getTime() / 1000) };
-  if (accessToken) claims.ath = createHash('sha256').update(accessToken).digest('base64url');
-  return new SignJWT(claims).setProtectedHeader({ typ: 'dpop+jwt', alg: 'ES256', jwk: key.jwk }).sign(key.privateKey);
-}
+const proof = proofSigner(clock);
 
 const joinUrl = () => `http://${host}/relay/v1/device/join`;
 
 async function getOrganisation(accessToken: string, key?: ProofKey): Promise<Response> {
   const headers: Record<string, string> = key
-    ? { Authorization: `DPoP ${accessToken}`, DPoP: await proof(key, `http://${host}/platform/v1/organisation`, 'GET', accessToken) }
+    ? { Authorization: `DPoP ${accessToken}`, DPoP: await proof(key, `http://${host}/platform/v1/organisation`, { method: 'GET', accessToken }) }
     : { Authorization: `Bearer ${accessToken}` };
   return call(platform, 'get', '/platform/v1/organisation', { host, headers });
 }
@@ -473,7 +440,7 @@ describe('POST /relay/v1/device/join', () => {
     ['no proof', async () => ({})],
     ['a proof by another key', async () => ({ DPoP: await proof(await newProofKey(), joinUrl()) })],
     ['a proof for another URL', async (key: ProofKey) => ({ DPoP: await proof(key, `http://${host}/relay/v1/token`) })],
-    ['a proof for GET', async (key: ProofKey) => ({ DPoP: await proof(key, joinUrl(), 'GET') })],
+    ['a proof for GET', async (key: ProofKey) => ({ DPoP: await proof(key, joinUrl(), { method: 'GET' }) })],
     ['a malformed proof', async () => ({ DPoP: 'not.a.proof' })],
   ])('refuses dpop_jkt with %s with invalid_dpop_proof (400), and leaves the key unused', async (_case, headers) => {
     const created = await createKey();
@@ -515,9 +482,7 @@ describe('rate limit of POST /relay/v1/device/join', () => {
   let limitedHost: string;
 
   beforeAll(async () => {
-    limited = await startPlatform();
-    const org = await createOrganisation(limited, { name: 'Limited' });
-    limitedHost = (await limited.services.organisations.hostsOf(org.id))[0]!;
+    ({ platform: limited, host: limitedHost } = await startWithOrganisation({}, { name: 'Limited' }));
   });
   afterAll(() => limited?.close());
 

@@ -28,10 +28,13 @@ async function describeKey(alg: string, privateKey: CryptoKey, publicKey: Crypto
   return { alg, privateKey, publicJwk, jkt: await calculateJwkThumbprint(publicJwk, 'sha256') };
 }
 
-/** A fresh key pair; its private key is extractable (to put `d` in a `jwk`). */
-export async function newProofKey(alg: ProofKeyAlg): Promise<ProofKey> {
+/**
+ * A fresh key pair; its private key is extractable (to put `d` in a `jwk`). `signAs`: the `alg`
+ * its proofs carry when not the key's own name (`EdDSA` for an Ed25519 key, the older name).
+ */
+export async function newProofKey(alg: ProofKeyAlg = 'ES256', options: { signAs?: string } = {}): Promise<ProofKey> {
   const pair = await generateKeyPair(alg, { extractable: true });
-  return describeKey(alg, pair.privateKey, pair.publicKey);
+  return describeKey(options.signAs ?? alg, pair.privateKey, pair.publicKey);
 }
 
 /** The key pair the `dpop` package made (an enrolled device's), for the forger. */
@@ -125,6 +128,32 @@ export async function forgeProof(key: ProofKey, options: ForgeOptions): Promise<
     }
   }
   throw new Error(`forgeProof: cannot make a proof of exactly ${target} characters`);
+}
+
+export interface RequestProofOptions {
+  /** Default: `POST`. */
+  method?: string;
+  accessToken?: string;
+  nonce?: string;
+}
+
+/** What `proofSigner` answers: a valid proof by `key` for one request to `url`. */
+export type RequestProof = (key: ProofKey, url: string, options?: RequestProofOptions) => Promise<string>;
+
+/**
+ * Valid proofs for one request at a time whose `iat` is read from `clock`: a test's ManualClock
+ * (the one the platform reads, which the `dpop` package cannot follow), or `{ now: () => new Date() }`
+ * for the real time. An empty access token or nonce is left out, as if not given.
+ */
+export function proofSigner(clock: { now(): Date }): RequestProof {
+  return (key, url, options = {}) =>
+    forgeProof(key, {
+      htm: options.method ?? 'POST',
+      htu: url,
+      iat: epochSeconds(clock.now()),
+      accessToken: options.accessToken || undefined,
+      nonce: options.nonce || undefined,
+    });
 }
 
 /** The claims of a proof (to read the `iat` the `dpop` package put in). */

@@ -120,3 +120,30 @@ export async function call(platform: Platform, method: 'get' | 'post' | 'put' | 
   expectDeclaredAnswer(platform, method, path, res);
   return res;
 }
+
+/** The first host an organisation is served at. */
+export async function hostOf(platform: TestPlatform, organisation: OrganisationRecord): Promise<string> {
+  return (await platform.services.organisations.hostsOf(organisation.id))[0]!;
+}
+
+/** A platform of its own (other settings than the file's) with one organisation, and where it is served. */
+export async function startWithOrganisation(
+  options: StartOptions = {},
+  input: Partial<NewOrganisation> = {},
+): Promise<{ platform: TestPlatform; organisation: OrganisationRecord; host: string }> {
+  const platform = await startPlatform(options);
+  const organisation = await createOrganisation(platform, input);
+  return { platform, organisation, host: await hostOf(platform, organisation) };
+}
+
+/**
+ * Network addresses one after another, `${prefix}.x.y`, as a trusted proxy (TRUST_PROXY=loopback)
+ * reports them in X-Forwarded-For: each caller its own, so per-address rate limits stay apart.
+ */
+export function addressSequence(prefix: string): () => string {
+  let count = 0;
+  return () => {
+    count += 1;
+    return `${prefix}.${Math.floor(count / 250)}.${(count % 250) + 1}`;
+  };
+}
