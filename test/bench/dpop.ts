@@ -44,3 +44,65 @@ export function createDpopKey(): DpopKey {
     },
   };
 }
+
+/**
+ * Proofs for one access token and one request (method + URL), signed ahead of a load phase so
+ * that signing is not part of what is measured: `refill(n)` signs n proofs now, each with its own
+ * `jti`; `next()` hands them out once each. A proof is single-use and the server refuses one whose
+ * `iat` is older than DPOP_PROOF_WINDOW_SECONDS, so `next()` signs a fresh proof on the spot
+ * (counted in `live`) when the pool is empty or its proofs are getting old (`maxAgeSeconds`).
+ */
+export class ProofPool {
+  private pool: string[] = [];
+  private index = 0;
+  private signedAt = 0;
+  /** Proofs handed out since the last `refill` / `resetCounts`: pre-signed and signed on the spot. */
+  handedOut = 0;
+  live = 0;
+  /** Milliseconds the last `refill` took. */
+  lastRefillMs = 0;
+
+  constructor(
+    private readonly key: DpopKey,
+    private readonly request: { method: string; url: string; accessToken: string },
+    private readonly maxAgeSeconds: number,
+  ) {}
+
+  refill(count: number): void {
+    const started = performance.now();
+    this.pool = new Array<string>(count);
+    for (let i = 0; i < count; i++) this.pool[i] = this.key.proof(this.request);
+    this.index = 0;
+    this.signedAt = Date.now();
+    this.lastRefillMs = performance.now() - started;
+    this.resetCounts();
+  }
+
+  /** Forget the pre-signed proofs: every proof from now on is signed on the spot. */
+  drain(): void {
+    this.pool = [];
+    this.index = 0;
+    this.resetCounts();
+  }
+
+  resetCounts(): void {
+    this.handedOut = 0;
+    this.live = 0;
+  }
+
+  get remaining(): number {
+    return this.pool.length - this.index;
+  }
+
+  next(): string {
+    this.handedOut += 1;
+    if (this.index < this.pool.length) {
+      if (Date.now() - this.signedAt < this.maxAgeSeconds * 1000) return this.pool[this.index++]!;
+      // Too old to be accepted for much longer: from here on, sign each one fresh.
+      this.pool = [];
+      this.index = 0;
+    }
+    this.live += 1;
+    return this.key.proof(this.request);
+  }
+}

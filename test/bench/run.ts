@@ -6,26 +6,49 @@
  * provider, which the platform asks once (discovery + JWKS) and then caches. Scenarios run one
  * after another, so at any moment one server process and one load generator share the CPUs.
  *
- * Options (flags, or the BENCH_* environment variables):
- *   --duration <s>      measured seconds per scenario        (BENCH_DURATION, default 10)
- *   --warmup <s>        unmeasured seconds before each       (BENCH_WARMUP, default 3)
- *   --connections <n>   concurrent connections                (BENCH_CONNECTIONS, default 50)
- *   --only <text>       only scenarios whose name contains text (the baseline always runs)
- *   --json <file>       also write the results as JSON
+ * Two parts: HTTP scenarios (scenarios.ts: requests/s against the bare baseline, autocannon),
+ * then ingest throughput (ingest.ts: items stored per second by POST /ingest/v1 on SQLite and on
+ * MariaDB, each beside a plain INSERT of the same rows, the ceiling).
  *
- * Exits non-zero when any scenario saw a non-2xx answer or a connection error, so a broken path
- * never passes for a fast one.
+ * Options (flags, or the BENCH_* environment variables):
+ *   --duration <s>        measured seconds per scenario / ingest path  (BENCH_DURATION, default 10)
+ *   --warmup <s>          unmeasured seconds before each               (BENCH_WARMUP, default 3)
+ *   --connections <n>     concurrent connections, HTTP scenarios        (BENCH_CONNECTIONS, default 50)
+ *   --ingest-clients <n>  concurrent uploaders (one device each)        (BENCH_INGEST_CLIENTS, default 4)
+ *   --ingest-batch <n>    events per envelope / rows per INSERT         (BENCH_INGEST_BATCH, default 1000)
+ *   --mariadb <url>       MariaDB server for the ingest part; a fresh database is made on it and
+ *                         dropped afterwards  (BENCH_MARIADB_URL, default mariadb://root@127.0.0.1:3306)
+ *   --only <text>         only the scenarios and ingest parts whose name contains text
+ *                         ("policy", "ingest", "mariadb", ...; the bare baseline runs with any
+ *                         HTTP scenario)
+ *   --json <file>         also write the results as JSON
+ *
+ * Exits non-zero when any scenario saw a non-2xx answer or a connection error, or an ingest path
+ * failed or left a row count different from what it sent, so a broken path never passes for a
+ * fast one. An unreachable MariaDB skips the MariaDB part (said so on stdout and stderr) and is
+ * not a failure: the bench is not CI.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { createDataSource } from '../../src/db/data-source.js';
-import { createLogger } from '../../src/logger.js';
-import { systemClock } from '../../src/util/clock.js';
+import { createDpopKey } from './dpop.js';
+import { seedPlatform, type Seeded } from './fixtures.js';
+import {
+  CEILING_TABLE,
+  countMysqlRows,
+  countSqliteRows,
+  createMariadbDatabase,
+  createMysqlCeilingTable,
+  createSqliteCeilingTable,
+  measurePath,
+  mysqlCeilingWriters,
+  platformWriters,
+  sqliteCeilingWriters,
+  type IngestPathResult,
+} from './ingest.js';
 import { load, problemWith, stopLoad, type Measurement } from './measure.js';
 import { startProvider, type BenchProvider } from './oidc-provider.js';
 import { scenarios as allScenarios, type Scenario, type TargetName } from './scenarios.js';
@@ -39,6 +62,9 @@ interface Options {
   durationSeconds: number;
   warmupSeconds: number;
   connections: number;
+  ingestClients: number;
+  ingestBatch: number;
+  mariadb: string;
   only: string | undefined;
   json: string | undefined;
 }
@@ -49,6 +75,9 @@ function readOptions(): Options {
       duration: { type: 'string' },
       warmup: { type: 'string' },
       connections: { type: 'string' },
+      'ingest-clients': { type: 'string' },
+      'ingest-batch': { type: 'string' },
+      mariadb: { type: 'string' },
       only: { type: 'string' },
       json: { type: 'string' },
     },
@@ -64,6 +93,10 @@ function readOptions(): Options {
     durationSeconds: number('duration', values.duration, process.env.BENCH_DURATION, 10, 1, 300),
     warmupSeconds: number('warmup', values.warmup, process.env.BENCH_WARMUP, 3, 0, 60),
     connections: Math.round(number('connections', values.connections, process.env.BENCH_CONNECTIONS, 50, 1, 1_000)),
+    ingestClients: Math.round(number('ingest-clients', values['ingest-clients'], process.env.BENCH_INGEST_CLIENTS, 4, 1, 64)),
+    // INGEST_MAX_ITEMS (5000 by default) bounds an envelope.
+    ingestBatch: Math.round(number('ingest-batch', values['ingest-batch'], process.env.BENCH_INGEST_BATCH, 1_000, 1, 5_000)),
+    mariadb: values.mariadb ?? (process.env.BENCH_MARIADB_URL || 'mariadb://root@127.0.0.1:3306'),
     only: values.only,
     json: values.json,
   };
@@ -91,24 +124,6 @@ async function cleanUp(): Promise<void> {
   killAllChildren();
 }
 process.on('exit', killAllChildren);
-
-async function prepareDatabase(env: Record<string, string>, issuer: string): Promise<void> {
-  const config = loadConfig(env);
-  const dataSource = createDataSource(config.database);
-  await dataSource.initialize();
-  try {
-    await dataSource.runMigrations({ transaction: 'each' });
-    const { services } = buildApp({ config, dataSource, clock: systemClock, logger: createLogger('silent') });
-    await services.organisations.create({
-      name: 'Bench organisation',
-      kind: 'enterprise',
-      hosts: [HOST],
-      oidc: { issuer, clientId: 'bench-client', apiScope: API_SCOPE, audience: AUDIENCE },
-    });
-  } finally {
-    await dataSource.destroy();
-  }
-}
 
 /** One request before the load: a clear message (status and body) beats a column of 401s. */
 async function preflight(scenario: Scenario, origin: string): Promise<string | undefined> {
@@ -140,6 +155,46 @@ function formatTable(outcomes: Outcome[], baseline: number | undefined): string 
       problem ? 'FAILED' : 'ok',
     ]);
   }
+  return table(rows);
+}
+
+/** An ingest part: one database, the platform path and its ceiling. */
+interface IngestPart {
+  name: string;
+  database: 'sqlite' | 'mariadb';
+  paths: IngestPathResult[];
+  skipped?: string;
+  /** Written next to the results: what exactly ran. */
+  detail?: string;
+}
+
+function formatIngestTable(parts: IngestPart[]): string {
+  const rows = [['ingest path', 'batches', 'items/s', 'p50 ms', 'p99 ms', 'vs ceiling', 'rows = sent', 'result']];
+  for (const part of parts) {
+    if (part.skipped) {
+      rows.push([`${part.name}: SKIPPED`, '-', '-', '-', '-', '-', '-', 'skipped']);
+      continue;
+    }
+    const ceiling = part.paths.find((path) => path.name.includes('ceiling') && !path.problem)?.measurement?.itemsPerSecond;
+    for (const path of part.paths) {
+      const m = path.measurement;
+      const isCeiling = path.name.includes('ceiling');
+      rows.push([
+        path.name,
+        m ? String(m.batches) : '-',
+        m ? m.itemsPerSecond.toFixed(0) : '-',
+        m ? m.p50.toFixed(0) : '-',
+        m ? m.p99.toFixed(0) : '-',
+        m && ceiling ? (isCeiling ? '1.000x' : `${(m.itemsPerSecond / ceiling).toFixed(3)}x`) : '-',
+        path.rows === undefined ? '-' : `${path.rows} ${path.rows === path.sent ? '=' : '!='} ${path.sent}`,
+        path.problem ? 'FAILED' : 'ok',
+      ]);
+    }
+  }
+  return table(rows);
+}
+
+function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
   const line = (row: string[]) => row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
   return [line(rows[0]!), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.slice(1).map(line)].join('\n');
@@ -149,6 +204,7 @@ async function main(): Promise<number> {
   const options = readOptions();
   const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
   const tokenLifetime = 3_600;
+  const matches = (name: string) => options.only === undefined || name.includes(options.only);
 
   const workDir = mkdtempSync(join(tmpdir(), 'platform-bench-'));
   cleanups.push(() => rmSync(workDir, { recursive: true, force: true }));
@@ -156,65 +212,200 @@ async function main(): Promise<number> {
   const provider: BenchProvider = await startProvider();
   cleanups.push(() => provider.close());
 
-  const platformEnv = {
+  const sqliteFile = join(workDir, 'platform.sqlite');
+  const platformEnv: Record<string, string> = {
     NODE_ENV: 'production',
     PLATFORM_DEPLOYMENT: 'self-hosted',
-    DATABASE_URL: `sqlite:${join(workDir, 'platform.sqlite')}`,
+    DATABASE_URL: `sqlite:${sqliteFile}`,
     LOG_LEVEL: 'silent',
     OIDC_ALLOW_HTTP_LOOPBACK: 'true',
     PLATFORM_BOOTSTRAP_LOCALHOST: 'false',
   };
-  await prepareDatabase(platformEnv, provider.issuer);
+  const oidc = { issuer: provider.issuer, clientId: 'bench-client', apiScope: API_SCOPE, audience: AUDIENCE };
+  const dpopKey = createDpopKey();
+
+  // What runs: the HTTP scenarios that match (and then the baseline), the ingest parts that match.
+  const ingestParts: IngestPart[] = [
+    { name: 'ingest sqlite', database: 'sqlite' as const, paths: [] },
+    { name: 'ingest mariadb', database: 'mariadb' as const, paths: [] },
+  ].filter((part) => matches(part.name));
+  const placeholder = allScenarios({
+    host: HOST,
+    personToken: '',
+    policyDevices: { bearerToken: '', dpopToken: '', dpopKey, proofWindowSeconds: 60 },
+  });
+  const baselineName = placeholder.find((scenario) => scenario.target === 'bare')?.name;
+  const chosenNames = new Set(placeholder.filter((scenario) => scenario.name !== baselineName && matches(scenario.name)).map((scenario) => scenario.name));
+  if (chosenNames.size > 0 && baselineName) chosenNames.add(baselineName);
+  if (chosenNames.size === 0 && ingestParts.length === 0) throw new Error(`--only "${options.only}" matches no scenario and no ingest part`);
+  const sqliteNeeded = placeholder.some((scenario) => chosenNames.has(scenario.name) && scenario.target === 'platform') || ingestParts.some((part) => part.database === 'sqlite');
+
+  let seeded: Seeded | undefined;
+  if (sqliteNeeded) {
+    seeded = await seedPlatform({ env: platformEnv, host: HOST, oidc, policyDpopJkt: dpopKey.thumbprint, ingestDevices: options.ingestClients });
+  }
   const personToken = await provider.mint({ sub: 'bench-person', audience: AUDIENCE, scope: `openid ${API_SCOPE}`, lifetimeSeconds: tokenLifetime });
+  const list = allScenarios({
+    host: HOST,
+    personToken,
+    policyDevices: {
+      bearerToken: seeded?.policy?.bearerToken ?? '',
+      dpopToken: seeded?.policy?.dpopToken ?? '',
+      dpopKey,
+      proofWindowSeconds: loadConfig(platformEnv).dpop.windowSeconds,
+    },
+  }).filter((scenario) => chosenNames.has(scenario.name));
+  const baselineScenario = list.find((scenario) => scenario.name === baselineName);
 
-  let list = allScenarios({ host: HOST, personToken });
-  const baselineScenario = list.find((scenario) => scenario.target === 'bare');
-  if (options.only) list = list.filter((scenario) => scenario === baselineScenario || scenario.name.includes(options.only!));
-
+  const servers: Partial<Record<TargetName | 'platform (mariadb)', ChildServer>> = {};
   const [bare, platform] = await Promise.all([
-    startChild({ name: 'bare express', script: here('./bare-server.js'), env: { NODE_ENV: 'production' }, port: await freePort(), ready: { path: '/' } }),
-    startChild({ name: 'platform', script: here('./platform-server.js'), env: platformEnv, port: await freePort(), ready: { path: '/healthz' } }),
+    list.length
+      ? startChild({ name: 'bare express', script: here('./bare-server.js'), env: { NODE_ENV: 'production' }, port: await freePort(), ready: { path: '/' } })
+      : undefined,
+    sqliteNeeded
+      ? startChild({ name: 'platform', script: here('./platform-server.js'), env: platformEnv, port: await freePort(), ready: { path: '/healthz' } })
+      : undefined,
   ]);
-  const servers: Record<TargetName, ChildServer> = { bare, platform };
-  cleanups.push(() => bare.stop(), () => platform.stop());
+  if (bare) {
+    servers.bare = bare;
+    cleanups.push(() => bare.stop());
+  }
+  if (platform) {
+    servers.platform = platform;
+    cleanups.push(() => platform.stop());
+  }
 
   const cpu = cpus();
   log(`platform bench: node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model.trim() ?? 'unknown'}), load average ${loadavg().map((n) => n.toFixed(2)).join(' ')}`);
-  log(`load: autocannon in this process (pid ${process.pid}); servers in child processes (bare pid ${bare.pid}, platform pid ${platform.pid})`);
-  log(`each scenario: ${options.warmupSeconds} s warm-up, then ${options.durationSeconds} s measured, ${options.connections} connections, no pipelining, loopback only`);
+  const started = Object.values(servers).map((server) => `${server.name} pid ${server.pid}`);
+  log(`load: generated in this process (pid ${process.pid}); servers in child processes (${started.length ? started.join(', ') : 'the MariaDB platform, started for its part'})`);
+  if (list.length) log(`HTTP scenarios: ${options.warmupSeconds} s warm-up, then ${options.durationSeconds} s measured, ${options.connections} connections, no pipelining, loopback only`);
   log('');
 
-  armWatchdog(list.length * (options.warmupSeconds + options.durationSeconds + 15) + 60);
+  const phase = options.warmupSeconds + options.durationSeconds;
+  armWatchdog(list.length * (phase + 15) + ingestParts.length * (2 * phase + 60) + 60);
   const outcomes: Outcome[] = [];
+  const notes: string[] = [];
+  let baselineRate: number | undefined;
   for (const scenario of list) {
-    const origin = servers[scenario.target].origin;
+    const origin = servers[scenario.target]!.origin;
     process.stdout.write(`${scenario.name} ... `);
-    if (scenario.prepare) await scenario.prepare(origin);
-    const refused = await preflight(scenario, origin);
+    let refused: string | undefined;
+    try {
+      await scenario.prepare?.(origin);
+    } catch (error) {
+      refused = `prepare: ${error instanceof Error ? error.message : String(error)}`;
+    }
+    refused ??= await preflight(scenario, origin);
     if (refused) {
       log('FAILED');
       outcomes.push({ scenario, problem: refused });
       continue;
     }
     const problems: string[] = [];
+    let warmupRate: number | undefined;
     if (options.warmupSeconds > 0) {
+      scenario.beforePhase?.({ name: 'warm-up', seconds: options.warmupSeconds, expectedRate: baselineRate });
       const warmup = await load(scenario, origin, { connections: options.connections, durationSeconds: options.warmupSeconds });
       const problem = problemWith(warmup);
       if (problem) problems.push(`warm-up: ${problem}`);
+      else warmupRate = warmup.requestsPerSecond;
     }
+    scenario.beforePhase?.({ name: 'measurement', seconds: options.durationSeconds, expectedRate: warmupRate ?? baselineRate });
     const measurement = await load(scenario, origin, { connections: options.connections, durationSeconds: options.durationSeconds });
     const problem = problemWith(measurement);
     if (problem) problems.push(problem);
     log(`${measurement.requestsPerSecond.toFixed(0)} req/s${problems.length ? ' FAILED' : ''}`);
+    const note = scenario.note?.();
+    if (note) notes.push(`${scenario.name}: ${note}`);
     outcomes.push({ scenario, measurement, ...(problems.length ? { problem: problems.join('; ') } : {}) });
+    if (scenario === baselineScenario && !problems.length) baselineRate = measurement.requestsPerSecond;
+  }
+  // The baseline is done with: nothing else should compete for the CPUs.
+  await bare?.stop();
+
+  // Ingest: the platform on each database, then the ceiling on the same database.
+  const ingestOptions = { warmupSeconds: options.warmupSeconds, durationSeconds: options.durationSeconds };
+  const ingestShape = `${options.ingestClients} concurrent writers (one device and stream each), ${options.ingestBatch} events per envelope / rows per INSERT, ${options.warmupSeconds} s warm-up + ${options.durationSeconds} s measured`;
+  for (const part of ingestParts) {
+    if (part.database === 'sqlite') {
+      process.stdout.write(`${part.name}: platform ... `);
+      const seed = seeded!;
+      const target = { origin: platform!.origin, host: HOST, projectId: seed.projectId, devices: seed.ingest, batch: options.ingestBatch };
+      const client = platformWriters(target);
+      part.paths.push(await measurePath('sqlite: platform POST /ingest/v1', client.writers, ingestOptions, () => countSqliteRows(sqliteFile, 'ingest_events')));
+      client.close();
+      log(describeIngest(part.paths.at(-1)!));
+      // The platform is idle from here on; stop it so the ceiling has the machine to itself, as the platform had.
+      await platform?.stop();
+      process.stdout.write(`${part.name}: ceiling ... `);
+      createSqliteCeilingTable(sqliteFile);
+      const ceiling = sqliteCeilingWriters(sqliteFile, { organisationId: seed.organisationId, projectId: seed.projectId, devices: seed.ingest, batch: options.ingestBatch });
+      try {
+        part.paths.push(await measurePath('sqlite: ceiling, better-sqlite3 INSERT', ceiling.writers, ingestOptions, () => countSqliteRows(sqliteFile, CEILING_TABLE)));
+      } finally {
+        ceiling.close();
+      }
+      log(describeIngest(part.paths.at(-1)!));
+      part.detail = `SQLite file in ${workDir} (WAL); ceiling: one prepared ${options.ingestBatch}-row INSERT per batch in autocommit, on one connection in this process (SQLite has one writer at a time)`;
+      continue;
+    }
+
+    // MariaDB: a fresh database, seeded like the SQLite one, and its own platform child.
+    process.stdout.write(`${part.name}: `);
+    const made = await createMariadbDatabase(options.mariadb);
+    if (!made.database) {
+      part.skipped = `MariaDB at ${redactUrl(options.mariadb)} is not reachable (${made.unreachable}); the MariaDB part did not run`;
+      log(`SKIPPED: ${part.skipped}`);
+      process.stderr.write(`bench: ${part.skipped}\n`);
+      continue;
+    }
+    const database = made.database;
+    cleanups.push(() => database.drop());
+    const mariadbEnv = { ...platformEnv, DATABASE_URL: database.platformUrl };
+    const seed = await seedPlatform({ env: mariadbEnv, host: HOST, oidc, ingestDevices: options.ingestClients });
+    await createMysqlCeilingTable(database.url);
+    const child = await startChild({ name: 'platform (mariadb)', script: here('./platform-server.js'), env: mariadbEnv, port: await freePort(), ready: { path: '/healthz' } });
+    servers['platform (mariadb)'] = child;
+    cleanups.push(() => child.stop());
+    log(`database ${database.name}, platform pid ${child.pid}`);
+    process.stdout.write(`${part.name}: platform ... `);
+    const client = platformWriters({ origin: child.origin, host: HOST, projectId: seed.projectId, devices: seed.ingest, batch: options.ingestBatch });
+    part.paths.push(await measurePath('mariadb: platform POST /ingest/v1', client.writers, ingestOptions, () => countMysqlRows(database.url, 'ingest_events')));
+    client.close();
+    log(describeIngest(part.paths.at(-1)!));
+    // The platform is idle from here on; stop it so the ceiling has the machine to itself, as the platform had.
+    await child.stop();
+    process.stdout.write(`${part.name}: ceiling ... `);
+    const ceiling = await mysqlCeilingWriters(database.url, { organisationId: seed.organisationId, projectId: seed.projectId, devices: seed.ingest, batch: options.ingestBatch });
+    try {
+      part.paths.push(await measurePath('mariadb: ceiling, mysql2 INSERT', ceiling.writers, ingestOptions, () => countMysqlRows(database.url, CEILING_TABLE)));
+    } finally {
+      await ceiling.close();
+    }
+    log(describeIngest(part.paths.at(-1)!));
+    part.detail = `database ${database.name} on ${redactUrl(options.mariadb)} (created for this run, dropped after it); ceiling: one ${options.ingestBatch}-row INSERT per batch in autocommit, one mysql2 connection per writer, into a copy of ingest_events (CREATE TABLE … LIKE, plus its foreign key)`;
   }
 
   const baseline = outcomes.find((outcome) => outcome.scenario === baselineScenario && !outcome.problem)?.measurement?.requestsPerSecond;
-  log('');
-  log(formatTable(outcomes, baseline));
-  log('');
-  log(`vs bare = requests/s of the scenario / requests/s of "${baselineScenario?.name ?? 'none'}" in this run`);
-  log(`OpenID provider served: discovery ${provider.hits.discovery}, JWKS ${provider.hits.jwks}, other ${provider.hits.other}`);
+  if (outcomes.length) {
+    log('');
+    log(formatTable(outcomes, baseline));
+    log('');
+    log(`vs bare = requests/s of the scenario / requests/s of "${baselineScenario?.name ?? 'none'}" in this run`);
+    for (const note of notes) log(note);
+    log(`OpenID provider served: discovery ${provider.hits.discovery}, JWKS ${provider.hits.jwks}, other ${provider.hits.other}`);
+  }
+  if (ingestParts.length) {
+    log('');
+    log(`ingest: ${ingestShape}`);
+    log(formatIngestTable(ingestParts));
+    log('');
+    log('items/s = events stored per second in the measured phase (platform: acknowledged by POST /ingest/v1 with accepted.events = the batch); p50/p99 per batch');
+    log('vs ceiling = platform items/s / ceiling rows/s on the same database; rows = sent: COUNT(*) of the table after the run against every item sent, warm-up included');
+    for (const part of ingestParts) if (part.detail) log(`${part.name}: ${part.detail}`);
+    for (const part of ingestParts) if (part.skipped) log(`${part.name}: SKIPPED: ${part.skipped}`);
+  }
 
   if (options.json) {
     writeFileSync(
@@ -234,6 +425,19 @@ async function main(): Promise<number> {
             ratioToBare: measurement && baseline ? measurement.requestsPerSecond / baseline : undefined,
             problem,
           })),
+          notes,
+          ingest: ingestParts.map((part) => {
+            const ceiling = part.paths.find((path) => path.name.includes('ceiling') && !path.problem)?.measurement?.itemsPerSecond;
+            return {
+              ...part,
+              paths: part.paths.map((path) => ({
+                ...path,
+                ratioToCeiling: path.measurement && ceiling ? path.measurement.itemsPerSecond / ceiling : undefined,
+              })),
+              clients: options.ingestClients,
+              batch: options.ingestBatch,
+            };
+          }),
         },
         null,
         2,
@@ -244,10 +448,29 @@ async function main(): Promise<number> {
 
   const failed = outcomes.filter((outcome) => outcome.problem);
   for (const { scenario, problem } of failed) process.stderr.write(`bench: FAILED ${scenario.name}: ${problem}\n`);
+  const failedIngest = ingestParts.flatMap((part) => part.paths.filter((path) => path.problem));
+  for (const { name, problem } of failedIngest) process.stderr.write(`bench: FAILED ${name}: ${problem}\n`);
+  const anyFailed = failed.length > 0 || failedIngest.length > 0;
   for (const server of Object.values(servers)) {
-    if (failed.length && server.stderr().trim()) process.stderr.write(`--- ${server.name} stderr ---\n${server.stderr()}\n`);
+    if (anyFailed && server.stderr().trim()) process.stderr.write(`--- ${server.name} stderr ---\n${server.stderr()}\n`);
   }
-  return failed.length ? 1 : 0;
+  return anyFailed ? 1 : 0;
+}
+
+function describeIngest(path: IngestPathResult): string {
+  const m = path.measurement;
+  return `${m ? `${m.itemsPerSecond.toFixed(0)} items/s` : 'no measurement'}${path.problem ? ' FAILED' : ''}`;
+}
+
+/** A URL for the report, without its password. */
+function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString().replace(/\/$/, '');
+  } catch {
+    return '(unparseable URL)';
+  }
 }
 
 // Bounded in time whatever happens: start-up gets two minutes, then the watchdog is re-armed
