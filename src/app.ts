@@ -126,7 +126,8 @@ export function buildApp(deps: AppDependencies): Platform {
   // Edge: request id, logs, security headers, body limits.
   app.use(requestId());
   app.use(requestLogger(logger));
-  app.use(helmet({ contentSecurityPolicy: { directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } } }));
+  // An API answers JSON: nothing may load, nothing may frame it (the approval page sets its own).
+  app.use(helmet({ contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } } }));
   // Bodies are parsed at the edge with the default limit, except for routes that read their
   // own (larger) bodies after authentication (see RouteDefinition.bodyLimitBytes).
   const jsonBody = express.json({ limit: config.jsonBodyLimitBytes, strict: true });

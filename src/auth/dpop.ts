@@ -1,6 +1,6 @@
-import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { createHash, createHmac, createPublicKey, randomBytes, verify as verifySignature, type KeyObject } from 'node:crypto';
 import type { Request } from 'express';
-import { calculateJwkThumbprint, decodeProtectedHeader, errors as joseErrors, importJWK, jwtVerify, type JWK, type JWTPayload } from 'jose';
+import type { JWK, JWTPayload } from 'jose';
 import type { ReplayCache } from '../state/replay-cache.js';
 import type { Clock } from '../util/clock.js';
 import { safeEqual } from '../util/secrets.js';
@@ -85,7 +85,49 @@ export function requestHtu(req: Request): string {
   return normaliseHtu(`${req.protocol}://${req.host}${path}`) ?? '';
 }
 
+const BASE64URL = /^[A-Za-z0-9_-]*$/;
+
+function jsonObject(encoded: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(encoded, 'base64url').toString('utf8'));
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Public keys of proofs, imported once per key: a device signs every proof with the same key.
+ * Keyed by the key's RFC 7638 thumbprint input (its required members), so a JWK with extra
+ * members is the same key. Bounded: the oldest keys are forgotten first.
+ */
+class ProofKeys {
+  private readonly keys = new Map<string, { key: KeyObject; jkt: string }>();
+
+  constructor(private readonly capacity = 10_000) {}
+
+  get(jwk: JWK): { key: KeyObject; jkt: string } | undefined {
+    // RFC 7638 3.2: the required members, in lexicographic order, as JSON.
+    const canonical =
+      jwk.kty === 'EC' ? JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y }) : JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x });
+    const known = this.keys.get(canonical);
+    if (known) return known;
+    let key: KeyObject;
+    try {
+      key = createPublicKey({ key: JSON.parse(canonical) as Record<string, string>, format: 'jwk' });
+    } catch {
+      return undefined;
+    }
+    const entry = { key, jkt: createHash('sha256').update(canonical, 'utf8').digest('base64url') };
+    if (this.keys.size >= this.capacity) this.keys.delete(this.keys.keys().next().value as string);
+    this.keys.set(canonical, entry);
+    return entry;
+  }
+}
+
 export class DpopVerifier {
+  private readonly keys = new ProofKeys();
+
   constructor(private readonly options: DpopOptions) {}
 
   /** A stateless nonce: the time step it was made in, authenticated with the nonce secret. */
@@ -117,44 +159,50 @@ export class DpopVerifier {
     if (proof.length > MAX_PROOF_LENGTH) return refuse(`the DPoP proof is longer than ${MAX_PROOF_LENGTH} characters`);
     if (proof.includes(',')) return refuse('the DPoP header must hold exactly one proof');
 
-    // 2. Header: typ, an accepted asymmetric alg, a public jwk of the matching key type.
-    let header: ReturnType<typeof decodeProtectedHeader>;
-    try {
-      header = decodeProtectedHeader(proof);
-    } catch {
-      return refuse('the DPoP proof is not a well-formed JWT');
-    }
+    // 2. Compact JWS: three base64url parts, a JSON object header.
+    const parts = proof.split('.');
+    if (parts.length !== 3 || parts.some((part) => !BASE64URL.test(part))) return refuse('the DPoP proof is not a well-formed JWT');
+    const [encodedHeader, encodedPayload, encodedSignature] = parts as [string, string, string];
+    const header = jsonObject(encodedHeader);
+    if (!header) return refuse('the DPoP proof is not a well-formed JWT');
+
+    // 3. Header: typ, an accepted asymmetric alg, a public jwk of the matching key type, and no
+    // extension this verifier does not implement (`crit`, unencoded payloads).
     if (header.typ !== 'dpop+jwt') refuse('the DPoP proof must have typ dpop+jwt');
     const alg = header.alg;
     if (typeof alg !== 'string' || !(DPOP_ALGORITHMS as readonly string[]).includes(alg)) {
       refuse(`the DPoP proof must be signed with ${DPOP_ADVERTISED_ALGS}`);
     }
+    if (header.crit !== undefined || header.b64 !== undefined) refuse('the DPoP proof uses JWS extensions this service does not accept');
     const jwk = header.jwk as JWK | undefined;
-    if (!jwk || typeof jwk !== 'object') return refuse('the DPoP proof must carry the public key as jwk');
+    if (!jwk || typeof jwk !== 'object' || Array.isArray(jwk)) return refuse('the DPoP proof must carry the public key as jwk');
     if (PRIVATE_JWK_MEMBERS.some((member) => member in jwk)) refuse('the DPoP proof jwk must not contain private key material');
     const keyMatchesAlg = alg === 'ES256' ? jwk.kty === 'EC' && jwk.crv === 'P-256' : jwk.kty === 'OKP' && jwk.crv === 'Ed25519';
     if (!keyMatchesAlg) refuse('the DPoP proof jwk does not match its alg');
 
-    // 3. Signature by that key. jose checks the signature before the claims, so a claim it
-    // refuses (a non-numeric iat, a past exp) is named as such, not as a bad signature.
-    let payload: JWTPayload;
-    try {
-      const key = await importJWK(jwk, alg);
-      ({ payload } = await jwtVerify(proof, key, {
-        typ: 'dpop+jwt',
-        algorithms: [alg as string],
-        currentDate: this.options.clock.now(),
-      }));
-    } catch (error) {
-      if (error instanceof joseErrors.JWTClaimValidationFailed || error instanceof joseErrors.JWTExpired) {
-        return refuse(`the DPoP proof ${error.claim} claim is not valid`);
-      }
-      if (error instanceof joseErrors.JWTInvalid || error instanceof joseErrors.JWSInvalid) return refuse('the DPoP proof is not a well-formed JWT');
-      return refuse('the DPoP proof signature is invalid');
+    // 4. Signature by that key: node:crypto on a key object kept per key (a device signs every
+    // proof with the same key; WebCrypto's import and verify cost several times more).
+    const publicKey = this.keys.get(jwk);
+    if (!publicKey) return refuse('the DPoP proof signature is invalid');
+    const signature = Buffer.from(encodedSignature, 'base64url');
+    const signedBytes = Buffer.from(`${encodedHeader}.${encodedPayload}`, 'ascii');
+    const valid =
+      alg === 'ES256'
+        ? signature.length === 64 && verifySignature('sha256', signedBytes, { key: publicKey.key, dsaEncoding: 'ieee-p1363' }, signature)
+        : signature.length === 64 && verifySignature(null, signedBytes, publicKey.key, signature);
+    if (!valid) return refuse('the DPoP proof signature is invalid');
+    const payload = jsonObject(encodedPayload) as (JWTPayload & { htm?: unknown; htu?: unknown; ath?: unknown; nonce?: unknown }) | undefined;
+    if (!payload) return refuse('the DPoP proof is not a well-formed JWT');
+    // Registered time claims, when present, are numbers and hold (RFC 7519 4.1).
+    const nowSeconds = this.options.clock.now().getTime() / 1000;
+    for (const claim of ['iat', 'exp', 'nbf'] as const) {
+      if (payload[claim] !== undefined && (typeof payload[claim] !== 'number' || !Number.isFinite(payload[claim]))) refuse(`the DPoP proof ${claim} claim is not valid`);
     }
+    if (payload.exp !== undefined && payload.exp <= nowSeconds) refuse('the DPoP proof exp claim is not valid');
+    if (payload.nbf !== undefined && payload.nbf > nowSeconds) refuse('the DPoP proof nbf claim is not valid');
 
-    // 4. Claims: jti, htm, htu, iat.
-    const { jti, htm, htu, iat, ath, nonce } = payload as JWTPayload & { htm?: unknown; htu?: unknown; ath?: unknown; nonce?: unknown };
+    // 5. Claims: jti, htm, htu, iat.
+    const { jti, htm, htu, iat, ath, nonce } = payload;
     if (typeof jti !== 'string' || jti.length < 1 || jti.length > MAX_JTI_LENGTH) refuse(`the DPoP proof needs a jti of 1 to ${MAX_JTI_LENGTH} characters`);
     if (htm !== expected.method.toUpperCase()) refuse('the DPoP proof htm does not match the request method');
     // An unparseable request URL matches nothing (two undefineds are not a match).
@@ -165,25 +213,25 @@ export class DpopVerifier {
     if (iat > now + this.options.futureSkewSeconds) refuse('the DPoP proof was issued in the future');
     if (iat < now - this.options.windowSeconds) refuse('the DPoP proof is too old');
 
-    // 5. Bound to the access token when one is presented.
+    // 6. Bound to the access token when one is presented.
     if (expected.accessToken !== undefined) {
       if (typeof ath !== 'string' || !safeEqual(ath, sha256base64url(expected.accessToken))) {
         refuse('the DPoP proof ath does not match the access token');
       }
     }
 
-    // 6. Signed by the key the token (or device code) is bound to.
-    const jkt = await calculateJwkThumbprint(jwk, 'sha256');
+    // 7. Signed by the key the token (or device code) is bound to.
+    const jkt = publicKey.jkt;
     if (expected.boundJkt !== undefined && !safeEqual(jkt, expected.boundJkt)) refuse('the DPoP proof is signed by another key');
 
-    // 7. Server nonce, when required.
+    // 8. Server nonce, when required.
     if (this.options.requireNonce) {
       if (typeof nonce !== 'string' || !this.nonceIsCurrent(nonce)) {
         throw new DpopError('use_dpop_nonce', 'the DPoP proof must carry the current server nonce', this.newNonce());
       }
     }
 
-    // 8. Never seen before within the window: one proof, one request.
+    // 9. Never seen before within the window: one proof, one request.
     const replayKey = sha256base64url(`${jkt}\n${expected.method.toUpperCase()}\n${expectedHtu}\n${jti}`);
     // Remembered past the last instant the iat check still accepts the proof (iat + window,
     // inclusive): a cache entry protects only strictly before its expiry. The skew is margin for

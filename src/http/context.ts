@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { Principal } from '../auth/principal.js';
 import type { OrganisationRecord } from '../modules/organisation/entities.js';
 
@@ -12,5 +13,7 @@ export interface RequestContext {
 declare module 'express-serve-static-core' {
   interface Request {
     context: RequestContext;
+    /** The service's logger (redacting), for failures worth a line of their own. */
+    log: Logger;
   }
 }

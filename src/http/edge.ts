@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { pinoHttp } from 'pino-http';
 import { ApiError, invalidRequest, notFound, payloadTooLarge } from './errors.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -56,23 +55,35 @@ export function redactUrl(url: string): string {
   return `${url.slice(0, index)}?${query.join('&')}`;
 }
 
+/**
+ * One log line per request, when it finishes: `debug` for successes, `info` for refusals,
+ * `error` for failures. The entry (and its redaction) is only built when its level is enabled,
+ * so a busy service logging at `info` spends nothing on the requests that went well.
+ */
 export function requestLogger(logger: Logger): RequestHandler {
-  return pinoHttp({
-    logger,
-    genReqId: (req) => (req as Request).context?.requestId ?? randomUUID(),
-    customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug'),
-    serializers: {
-      req: (req: { id: string; method: string; url: string; headers: Record<string, unknown>; remoteAddress?: string }) => ({
-        id: req.id,
-        method: req.method,
-        url: redactUrl(req.url),
-        headers: req.headers,
-        remoteAddress: req.remoteAddress,
-      }),
-    },
-    // The error handler already logs failures with their stack; avoid a second copy.
-    customAttributeKeys: { err: 'error' },
-  }) as unknown as RequestHandler;
+  return (req: Request, res: Response, next: NextFunction) => {
+    const started = process.hrtime.bigint();
+    req.log = logger;
+    res.once('finish', () => {
+      const level = res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug';
+      if (!logger.isLevelEnabled(level)) return;
+      logger[level](
+        {
+          req: {
+            id: req.context?.requestId,
+            method: req.method,
+            url: redactUrl(req.originalUrl),
+            headers: req.headers,
+            remoteAddress: req.socket.remoteAddress,
+          },
+          res: { statusCode: res.statusCode },
+          responseTime: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
+        },
+        'request completed',
+      );
+    });
+    next();
+  };
 }
 
 export function notFoundHandler(): RequestHandler {
@@ -103,7 +114,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     } else if (parserError?.type === 'request.aborted') {
       apiError = new ApiError(400, 'invalid_request', 'the request was aborted');
     } else {
-      (req.log ?? logger).error({ err: error, requestId: req.context?.requestId }, 'unexpected failure');
+      logger.error({ err: error, requestId: req.context?.requestId }, 'unexpected failure');
       apiError = new ApiError(500, 'internal_error', 'something went wrong on our side; quote the X-Request-Id when reporting it');
     }
     if (res.headersSent) return;

@@ -31,6 +31,13 @@ export function pageOf<T extends PageAfter>(rows: T[], limit: number): Page<T> {
   return { items, more: rows.length > limit && last ? { createdAt: last.createdAt, id: last.id } : undefined };
 }
 
+/** A datetime as a raw query returns it: a Date from MySQL, UTC text from SQLite. */
+function storedDate(value: unknown): Date | null {
+  if (value === null || value === undefined) return null;
+  if (value instanceof Date) return value;
+  return new Date(`${String(value).replace(' ', 'T')}Z`);
+}
+
 /** The only code that queries devices and their tokens. */
 export class DeviceStore {
   constructor(private readonly db: DataSource | EntityManager) {}
@@ -86,6 +93,33 @@ export class DeviceStore {
 
   async insertTokens(tokens: DeviceTokenRecord[]): Promise<void> {
     await this.manager.insert(DeviceTokenEntity, tokens);
+  }
+
+  /**
+   * An access token's expiry and revocation with its device, by the hash of the token: every
+   * device request asks this, so it is one plain SQL query (the same text on SQLite and MySQL).
+   */
+  async findAccessToken(tokenHash: string): Promise<{ expiresAt: Date; revoked: boolean; device: DeviceRecord } | null> {
+    const rows = (await this.manager.query(
+      'SELECT t.expires_at AS expiresAt, t.revoked_at AS tokenRevokedAt, d.id, d.organisation_id AS organisationId, d.person_id AS personId, ' +
+        'd.name, d.kind, d.workspace_id AS workspaceId, d.node_id AS nodeId, d.enrolled_via AS enrolledVia, d.join_key_id AS joinKeyId, ' +
+        'd.dpop_jkt AS dpopJkt, d.scope, d.created_at AS createdAt, d.last_seen_at AS lastSeenAt, d.revoked_at AS revokedAt ' +
+        "FROM device_tokens t INNER JOIN devices d ON d.id = t.device_id WHERE t.token_hash = ? AND t.kind = 'access'",
+      [tokenHash],
+    )) as Record<string, unknown>[];
+    const row = rows[0];
+    if (!row) return null;
+    const { expiresAt, tokenRevokedAt, ...device } = row;
+    return {
+      expiresAt: storedDate(expiresAt) as Date,
+      revoked: tokenRevokedAt !== null,
+      device: {
+        ...(device as unknown as DeviceRecord),
+        createdAt: storedDate(device.createdAt) as Date,
+        lastSeenAt: storedDate(device.lastSeenAt),
+        revokedAt: storedDate(device.revokedAt),
+      },
+    };
   }
 
   /** A token by the hash of its value, with its device: one query on the hot path. */

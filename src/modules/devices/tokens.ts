@@ -168,13 +168,12 @@ export class DeviceTokenService {
   }
 
   /** The device behind an access token, when the token is current. */
-  async resolveAccessToken(accessToken: string): Promise<{ device: DeviceRecord; token: DeviceTokenRecord } | undefined> {
+  async resolveAccessToken(accessToken: string): Promise<{ device: DeviceRecord } | undefined> {
     if (!accessToken.startsWith(ACCESS_TOKEN_PREFIX)) return undefined;
-    const found = await this.store.findTokenWithDevice(hashSecret(accessToken));
-    if (!found || found.token.kind !== 'access') return undefined;
-    if (found.token.revokedAt || found.device.revokedAt) return undefined;
-    if (found.token.expiresAt.getTime() <= this.clock.now().getTime()) return undefined;
-    return found;
+    const found = await this.store.findAccessToken(hashSecret(accessToken));
+    if (!found || found.revoked || found.device.revokedAt) return undefined;
+    if (found.expiresAt.getTime() <= this.clock.now().getTime()) return undefined;
+    return { device: found.device };
   }
 
   async revokeDevice(deviceId: string): Promise<void> {
