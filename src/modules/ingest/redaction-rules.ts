@@ -433,8 +433,15 @@ export const KEY_RULES: readonly KeyRule[] = [
 ];
 
 /** The key rule a string under `key` falls under, if any (the first listed wins). */
+const keyRuleCache = new Map<string, KeyRule | null>();
+
 export function keyRuleFor(key: string): KeyRule | undefined {
+  // Workbenches send the same few keys again and again: decide each once.
+  const cached = keyRuleCache.get(key);
+  if (cached !== undefined) return cached ?? undefined;
   const normalised = normaliseKey(key);
-  if (normalised === '') return undefined;
-  return KEY_RULES.find((rule) => rule.keyEndings.some((ending) => normalised.endsWith(ending)));
+  const rule = normalised === '' ? undefined : KEY_RULES.find((candidate) => candidate.keyEndings.some((ending) => normalised.endsWith(ending)));
+  if (keyRuleCache.size >= 10_000) keyRuleCache.clear();
+  keyRuleCache.set(key, rule ?? null);
+  return rule;
 }

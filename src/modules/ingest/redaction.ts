@@ -135,11 +135,15 @@ function redactString(value: string, keyRule: KeyRule | undefined, findings: Fin
   return text;
 }
 
+/** Every rule's hints in one pattern: most strings contain none, and one scan tells. */
+const ANY_HINT = new RegExp([...new Set(TEXT_RULES.flatMap((rule) => rule.hints))].map((hint) => hint.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'));
+
 /** Every text rule, in order, over one string; the kinds replaced are pushed onto `found`. */
 export function redactText(text: string, found: string[]): string {
   if (text.length < MIN_TEXT_LENGTH) return text;
   let current = text;
   let lower = text.toLowerCase();
+  if (!ANY_HINT.test(lower)) return text;
   for (const rule of TEXT_RULES) {
     if (!rule.hints.some((hint) => lower.includes(hint))) continue;
     const next = applyRule(current, rule, found);

@@ -65,18 +65,19 @@ export class IngestService {
           const now = this.clock.now();
           const t = (value: string | Date) => sqlTime(dialect, typeof value === 'string' ? new Date(value) : value);
           const held = await store.lockStream(stream, now);
+          const receivedAt = t(now);
           const base = [device.organisationId, envelope.projectId, device.deviceId, envelope.workspaceId];
           const common = ['organisation_id', 'project_id', 'device_id', 'workspace_id'];
 
           const acceptedEvents = await store.insertIgnore(
             'ingest_events',
             [...common, 'seq', 'event_id', 'at', 'kind', 'data', 'received_at'],
-            events.map((e) => [...base, e.seq, e.id, t(e.at), e.kind, JSON.stringify(e.data), t(now)]),
+            events.map((e) => [...base, e.seq, e.id, t(e.at), e.kind, JSON.stringify(e.data), receivedAt]),
           );
           const acceptedUsage = await store.insertIgnore(
             'ingest_usage',
             [...common, 'item_id', 'at', 'provider', 'model', 'input_tokens', 'output_tokens', 'cached_tokens', 'cost', 'received_at'],
-            usage.map((u) => [...base, u.id, t(u.at), u.provider, u.model, u.inputTokens, u.outputTokens, u.cachedTokens, Math.round(u.cost * 1e6) / 1e6, t(now)]),
+            usage.map((u) => [...base, u.id, t(u.at), u.provider, u.model, u.inputTokens, u.outputTokens, u.cachedTokens, Math.round(u.cost * 1e6) / 1e6, receivedAt]),
           );
           const acceptedAudit = await store.insertIgnore(
             'ingest_audit',
@@ -90,7 +91,7 @@ export class IngestService {
               a.target ?? null,
               a.label ?? null,
               a.details === undefined ? null : JSON.stringify(a.details),
-              t(now),
+              receivedAt,
             ]),
           );
           let acceptedTasks = 0;
@@ -107,7 +108,7 @@ export class IngestService {
             const inserted = await store.insertIgnore(
               'ingest_tasks',
               [...common, 'task_id', 'title', 'status', 'created_at', 'updated_at', 'completed_at', 'received_at'],
-              [[...base, task.id, task.title, task.status, t(values.createdAt), t(values.updatedAt), values.completedAt ? t(values.completedAt) : null, t(now)]],
+              [[...base, task.id, task.title, task.status, t(values.createdAt), t(values.updatedAt), values.completedAt ? t(values.completedAt) : null, receivedAt]],
             );
             if (inserted || (await store.updateTaskIfNewer(device.deviceId, task.id, values, now))) acceptedTasks += 1;
           }
