@@ -12,11 +12,24 @@ export type { Action, Actor, AppAbility } from './subjects.js';
 /** Every subject's rules, in one list; a new subject adds its file here. */
 const RULES = [organisationRules, projectRules, deviceRules, policyRules, activityRules];
 
-/** The caller's ability, built per request from principal, organisation role and project roles. */
+const abilities = new Map<string, AppAbility>();
+
+/**
+ * The caller's ability, from principal, organisation role and project roles. Rules depend on
+ * nothing else, and an ability never changes once built, so equal callers share one (a device
+ * polling its policy asks for the same ability every time).
+ */
 export function defineAbilityFor(actor: Actor): AppAbility {
+  const projects = [...actor.projectRoles].sort(([a], [b]) => (a < b ? -1 : 1)).map(([id, role]) => `${id}=${role}`).join(',');
+  const key = `${actor.kind}|${actor.organisationId}|${actor.personId ?? ''}|${actor.role ?? ''}|${projects}`;
+  const known = abilities.get(key);
+  if (known) return known;
   const builder = new AbilityBuilder<AppAbility>(createMongoAbility);
   for (const rules of RULES) rules(actor, builder);
-  return builder.build();
+  const ability = builder.build();
+  if (abilities.size >= 5_000) abilities.delete(abilities.keys().next().value as string);
+  abilities.set(key, ability);
+  return ability;
 }
 
 /** Refuse with 403 `forbidden` unless the ability allows `action` on the record. */

@@ -134,8 +134,13 @@ export function buildApp(deps: AppDependencies): Platform {
   // RFC 8628 clients post small forms to the token endpoints (routes that declare forms); the
   // approval page parses its own, smaller forms.
   const formBody = express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 100 });
-  app.use((req, res, next) => (registry.readsOwnBody(req.method, req.path) ? next() : jsonBody(req, res, next)));
-  app.use((req, res, next) => (registry.acceptsForms(req.method, req.path) && !registry.readsOwnBody(req.method, req.path) ? formBody(req, res, next) : next()));
+  app.use((req, res, next) => {
+    // Most requests (GETs) carry no body: skip the route look-ups and the parsers altogether.
+    if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) return next();
+    if (registry.readsOwnBody(req.method, req.path)) return next();
+    if (registry.acceptsForms(req.method, req.path) && req.is('application/x-www-form-urlencoded')) return formBody(req, res, next);
+    return jsonBody(req, res, next);
+  });
 
   const rateLimits = new RateLimits(deps.redis ? redisStores(deps.redis) : memoryStores(), config.rateLimitsEnabled);
   const router = express.Router();
