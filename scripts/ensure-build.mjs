@@ -18,7 +18,7 @@ const buildInfo = join(root, 'dist', '.tsbuildinfo');
 const builtOk = join(root, 'dist', '.build-ok');
 const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
 /** What tsconfig.build.json compiles, and the settings that shape the output. */
-const SOURCE_DIRS = ['src', 'adapters', 'policies', 'test/bench', 'test/support'];
+const SOURCE_DIRS = ['src', 'adapters', 'policies'];
 const SOURCE_FILES = ['ormconfig.ts', 'tsconfig.json', 'tsconfig.build.json'];
 /** Entry points the scripts run; tsc's incremental check does not notice a deleted output. */
 const ENTRY_POINTS = ['dist/src/main.js', 'dist/src/cli/main.js', 'dist/src/cli/abilities.js'];
