@@ -1,12 +1,13 @@
 import type { Redis } from 'ioredis';
+import { temporarilyUnavailable } from '../../src/http/errors.js';
 import type { ReplayCache } from '../../src/state/replay-cache.js';
 import type { Clock } from '../../src/util/clock.js';
 
 /**
  * The replay cache shared by every replica: `SET key 1 PX ttl NX` is atomic in Redis, so one
  * proof is accepted once across the whole deployment. Keys are namespaced and expire by
- * themselves. A Redis failure refuses the proof (the caller answers 503/401): failing open would
- * let replays through.
+ * themselves. A Redis failure refuses the request with 503 `temporarily_unavailable`: failing
+ * open would let replays through.
  */
 export class RedisReplayCache implements ReplayCache {
   constructor(
@@ -17,7 +18,12 @@ export class RedisReplayCache implements ReplayCache {
 
   async unique(key: string, expiresAt: Date): Promise<boolean> {
     const ttl = Math.max(1, expiresAt.getTime() - this.clock.now().getTime());
-    const answer = await this.redis.set(this.prefix + key, '1', 'PX', ttl, 'NX');
+    let answer: string | null;
+    try {
+      answer = await this.redis.set(this.prefix + key, '1', 'PX', ttl, 'NX');
+    } catch {
+      throw temporarilyUnavailable('the replay cache');
+    }
     return answer === 'OK';
   }
 }

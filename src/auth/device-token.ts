@@ -62,6 +62,8 @@ export class DeviceTokenResolver implements TokenResolver {
         if (error instanceof DpopError) throw dpopRefusal(error);
         throw error;
       }
+      // RFC 9449 8.2: a fresh nonce with every answer spares the client a use_dpop_nonce round.
+      if (this.dpop.noncesRequired) req.res?.setHeader('DPoP-Nonce', this.dpop.newNonce());
     } else if (credential.scheme === 'dpop') {
       throw unauthorized('this token is not bound to a key: send it with the Bearer scheme', challenge);
     }

@@ -130,6 +130,11 @@ export class DpopVerifier {
 
   constructor(private readonly options: DpopOptions) {}
 
+  /** Whether proofs must carry a server nonce (then answers hand out fresh ones). */
+  get noncesRequired(): boolean {
+    return this.options.requireNonce;
+  }
+
   /** A stateless nonce: the time step it was made in, authenticated with the nonce secret. */
   newNonce(): string {
     const step = Math.floor(this.options.clock.now().getTime() / 1000 / this.options.nonceLifetimeSeconds);

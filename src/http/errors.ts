@@ -69,3 +69,9 @@ export const methodNotAllowed = (allowed: readonly string[]): ApiError =>
 
 export const notReady = (message: string, extra: Record<string, unknown>): ApiError =>
   new ApiError(503, 'not_ready', message, { extra });
+
+/** A shared dependency (Redis) did not answer: refuse rather than skip a security check. */
+export const temporarilyUnavailable = (what: string): ApiError =>
+  new ApiError(503, 'temporarily_unavailable', `${what} is not reachable just now; try again shortly`, {
+    headers: { 'Retry-After': '1' },
+  });

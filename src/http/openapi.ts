@@ -58,6 +58,7 @@ const STATUS_TEXT: Record<number, string> = {
   413: 'The request body is too large (`payload_too_large`).',
   415: 'The request body is not of an accepted media type (`unsupported_media_type`).',
   429: 'Too many requests; wait, then try again.',
+  503: 'A shared dependency (Redis: rate-limit counters, DPoP replay cache) did not answer (`temporarily_unavailable`, with `Retry-After`); the request was refused, not let through.',
   500: 'Unexpected failure (`internal_error`); no detail is given.',
 };
 
@@ -111,7 +112,8 @@ function operation(route: RouteDefinition): Record<string, unknown> {
   // Every route can meet the edge's refusals; describe them with the error body.
   const general = [400, 404, 413, 415, 500];
   if (route.auth !== 'public') general.push(401);
-  if (route.rateLimits?.length) general.push(429);
+  if (route.rateLimits?.length) general.push(429, 503);
+  else if (route.auth !== 'public' && route.auth.includes('device')) general.push(503);
   for (const status of [...statuses, ...general].sort((a, b) => a - b)) {
     if (responses[String(status)]) continue;
     const declared = route.responses[status];

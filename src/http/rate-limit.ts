@@ -2,7 +2,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ipKeyGenerator, rateLimit, type Store } from 'express-rate-limit';
 import type { Redis } from 'ioredis';
 import { RedisStore } from 'rate-limit-redis';
-import { ApiError } from './errors.js';
+import { ApiError, temporarilyUnavailable } from './errors.js';
 
 /**
  * Rate limits (express-rate-limit). Counters live in this process, or in Redis when REDIS_URL
@@ -66,7 +66,13 @@ export class RateLimits {
           handler: (_req: Request, _res: Response, next: NextFunction) => next(tooManyRequests(Math.ceil(rule.windowMs / 1000))),
         })
       : (_req: Request, _res: Response, next: NextFunction) => next();
-    this.limiters.set(rule.name, limiter);
-    return limiter;
+    // A counter store that cannot answer (Redis away) refuses the request: 503, never unlimited.
+    const guarded: RequestHandler = (req, res, next) => {
+      void limiter(req, res, (error?: unknown) =>
+        next(error === undefined || error instanceof ApiError ? error : temporarilyUnavailable('the rate-limit store')),
+      );
+    };
+    this.limiters.set(rule.name, guarded);
+    return guarded;
   }
 }

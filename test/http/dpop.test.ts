@@ -337,6 +337,15 @@ describe('DPoP server nonces (DPOP_REQUIRE_NONCE=true)', () => {
     expectOrganisation(await get(dpopHeaders(device.token, await DPoP.generateProof(keys, url, 'GET', nonce, device.token))), organisation);
   });
 
+  it('hands out a fresh nonce with every successful answer (RFC 9449 8.2), which the next proof may use', async () => {
+    const device = await boundDevice(platform, organisation, 'ES256');
+    const first = expectNonceDemand(await get(dpopHeaders(device.token, await forged(device))));
+    const accepted = await get(dpopHeaders(device.token, await forged(device, { nonce: first })));
+    expectOrganisation(accepted, organisation);
+    expect(accepted.headers['dpop-nonce']).toMatch(NONCE_FORMAT);
+    expectOrganisation(await get(dpopHeaders(device.token, await forged(device, { nonce: accepted.headers['dpop-nonce'] as string }))), organisation);
+  });
+
   it('still answers invalid_dpop_proof, without a nonce, for a proof that is wrong otherwise', async () => {
     const device = await boundDevice(platform, organisation, 'ES256');
     expectDpopRefusal(await get(dpopHeaders(device.token, await forged(device, { htm: 'POST' }))), 'the DPoP proof htm does not match the request method');

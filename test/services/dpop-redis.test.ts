@@ -107,7 +107,10 @@ describe('RedisReplayCache on a real Redis', () => {
       }
     }
 
-    await expect(unreachable((cache) => cache.unique('down', new Date(clock.now().getTime() + 60_000)))).rejects.toThrow("Stream isn't writeable");
+    await expect(unreachable((cache) => cache.unique('down', new Date(clock.now().getTime() + 60_000)))).rejects.toMatchObject({
+      status: 503,
+      code: 'temporarily_unavailable',
+    });
     const outcome = await unreachable((cache) =>
       new DpopVerifier({ clock, replay: cache, windowSeconds: 60, futureSkewSeconds: 5, requireNonce: false, nonceSecret: Buffer.alloc(32, 1), nonceLifetimeSeconds: 300 })
         .verify(proof, expected)
@@ -116,7 +119,7 @@ describe('RedisReplayCache on a real Redis', () => {
           (error: unknown) => (error instanceof DpopError ? `refused: ${error.message}` : `failed: ${(error as Error).message}`),
         ),
     );
-    expect(outcome).toBe("failed: Stream isn't writeable and enableOfflineQueue options is false");
+    expect(outcome).toBe('failed: the replay cache is not reachable just now; try again shortly');
   });
 });
 
