@@ -126,8 +126,21 @@ export function buildApp(deps: AppDependencies): Platform {
   // Edge: request id, logs, security headers, body limits.
   app.use(requestId());
   app.use(requestLogger(logger));
-  // An API answers JSON: nothing may load, nothing may frame it (the approval page sets its own).
-  app.use(helmet({ contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } } }));
+  // An API answers JSON: nothing may load, nothing may frame it, nothing may sniff it; HTTPS is
+  // sticky. Headers that only matter to HTML pages in old browsers (DNS prefetch, IE download
+  // options, Flash cross-domain, XSS auditor, origin-agent clustering) are left out of every
+  // answer; the approval page sets its own page headers.
+  app.use(
+    helmet({
+      contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+      crossOriginOpenerPolicy: false,
+      originAgentCluster: false,
+      xDnsPrefetchControl: false,
+      xDownloadOptions: false,
+      xPermittedCrossDomainPolicies: false,
+      xXssProtection: false,
+    }),
+  );
   // Bodies are parsed at the edge with the default limit, except for routes that read their
   // own (larger) bodies after authentication (see RouteDefinition.bodyLimitBytes).
   const jsonBody = express.json({ limit: config.jsonBodyLimitBytes, strict: true });
