@@ -26,6 +26,9 @@ export const REDACTED_PATHS = [
   'req.headers.cookie',
   'req.headers["x-api-key"]',
   'res.headers["set-cookie"]',
+  // A failed query carries its bound values; they may hold what a request sent.
+  'err.parameters',
+  'error.parameters',
   ...[
     'access_token', 'refresh_token', 'id_token', 'device_code', 'user_code', 'code', 'code_verifier', 'key',
     'password', 'secret', 'client_secret', 'token', 'assertion', 'ticket',

@@ -33,3 +33,13 @@ describe('logger redaction', () => {
     expect(written.match(/\[REDACTED\]/g)?.length).toBe(5);
   });
 });
+
+describe('logged failures', () => {
+  it('never carry the values a failed query was bound to', () => {
+    const { lines, logger } = capture();
+    const failure = Object.assign(new Error('SQLITE_CONSTRAINT'), { query: 'INSERT INTO x VALUES (?)', parameters: ['s3cr3t-bound-value'] });
+    logger.error({ err: failure }, 'unexpected failure');
+    expect(lines.join('')).not.toContain('s3cr3t-bound-value');
+    expect(lines.join('')).toContain('SQLITE_CONSTRAINT');
+  });
+});
