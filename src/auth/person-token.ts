@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import { PersonTokenError, peekIssuer, type OrganisationOidcVerifier } from '../../adapters/identity/organisation-oidc.js';
 import { unauthorized } from '../http/errors.js';
 import type { OrganisationService } from '../modules/organisation/service.js';
-import { roleFromClaim } from '../modules/organisation/service.js';
+import { RemovedMember, roleFromClaim } from '../modules/organisation/service.js';
 import type { Credential, Resolved, TokenResolver } from './resolver.js';
 
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
@@ -79,7 +79,7 @@ export class PersonTokenResolver implements TokenResolver {
         },
       };
     } catch (error) {
-      if (error instanceof PersonTokenError) throw invalidToken(error.message);
+      if (error instanceof PersonTokenError || error instanceof RemovedMember) throw invalidToken(error.message);
       throw error;
     }
   }

@@ -250,3 +250,15 @@ export async function setOrganisationRole(services: AdminServices, organisationI
   const person = await services.organisations.setRole(organisation.id, personId, role);
   return { organisationId: organisation.id, person: { id: person.id, name: person.name, email: person.email }, role, previous };
 }
+
+/** Removes a member (found by email among the organisation's members, or by `usr_…` id). */
+export async function removeOrganisationMember(
+  services: AdminServices,
+  organisationId: string,
+  who: string,
+): Promise<{ organisationId: string; person: { id: string; name: string; email: string | null } }> {
+  const organisation = await requireOrganisation(services, organisationId);
+  const member = await services.projects.findOrganisationMember(organisation.id, who.trim());
+  await services.organisations.removeMember(organisation.id, member.id);
+  return { organisationId: organisation.id, person: { id: member.id, name: member.name, email: member.email } };
+}

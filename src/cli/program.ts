@@ -5,7 +5,15 @@ import { ApiError } from '../http/errors.js';
 import { ORGANISATION_KINDS, ORGANISATION_PLANS, type OrganisationKind, type OrganisationPlan } from '../modules/organisation/entities.js';
 import { CliContext, CliError, EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliDependencies } from './context.js';
 import { registerDiscoverCommand } from './discover.js';
-import { configureOrganisation, createOrganisation, listOrganisations, setOrganisationRole, type OidcFlags, type OrganisationView } from './organisations.js';
+import {
+  configureOrganisation,
+  createOrganisation,
+  listOrganisations,
+  removeOrganisationMember,
+  setOrganisationRole,
+  type OidcFlags,
+  type OrganisationView,
+} from './organisations.js';
 import { createProject, listProjects, setProjectRole, type ProjectView } from './projects.js';
 import { table } from './table.js';
 
@@ -99,9 +107,17 @@ function registerOrganisationCommands(program: Command, context: CliContext): vo
       }
     });
 
-  program
-    .command('person')
-    .description('people')
+  const people = program.command('person').description('people');
+  people
+    .command('remove')
+    .description('remove a person from an organisation: their tokens are refused from now on, and every device they approved and join key they created stops working')
+    .requiredOption('--org <id>', 'organisation id')
+    .requiredOption('--person <who>', 'email address of a member, or person id (usr_…)')
+    .action(async (options: { org: string; person: string }) => {
+      const removed = await removeOrganisationMember(await context.services(), options.org, options.person);
+      context.print(`${person(removed.person)} was removed from ${removed.organisationId}; their devices and join keys no longer work. \`platform person set-role\` re-admits them.`);
+    });
+  people
     .command('set-role')
     .description("set a person's role in an organisation")
     .requiredOption('--org <id>', 'organisation id')

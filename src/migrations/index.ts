@@ -11,8 +11,11 @@ import { WebSessions1763770000000 as MysqlWebSessions } from './mysql/1763770000
 import { Ingest1763780000000 as SqliteIngest } from './sqlite/1763780000000-ingest.js';
 import { Ingest1763780000000 as MysqlIngest } from './mysql/1763780000000-ingest.js';
 
+import { MembershipRemoval1763790000000 as SqliteMembershipRemoval } from './sqlite/1763790000000-membership-removal.js';
+import { MembershipRemoval1763790000000 as MysqlMembershipRemoval } from './mysql/1763790000000-membership-removal.js';
+
 type MigrationClass = new () => MigrationInterface;
 
 /** Migrations per dialect, in order. Listed by hand so they load the same in ESM, tests and builds. */
-export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation, SqliteDevices, SqlitePolicy, SqliteWebSessions, SqliteIngest];
-export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices, MysqlPolicy, MysqlWebSessions, MysqlIngest];
+export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation, SqliteDevices, SqlitePolicy, SqliteWebSessions, SqliteIngest, SqliteMembershipRemoval];
+export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices, MysqlPolicy, MysqlWebSessions, MysqlIngest, MysqlMembershipRemoval];

@@ -53,6 +53,9 @@ export interface MembershipRecord {
   personId: string;
   role: OrganisationRole;
   createdAt: Date;
+  /** Set when the person was removed: their tokens are refused from then on, and signing in
+   * again does not re-admit them (an administrator does, with a new role). */
+  removedAt: Date | null;
 }
 
 const id = { type: 'varchar', length: 40, primary: true } as const;
@@ -129,6 +132,7 @@ export const MembershipEntity = new EntitySchema<MembershipRecord>({
     personId: { ...ref('person_id'), primary: true },
     role: { type: 'varchar', length: 20 },
     createdAt,
+    removedAt: { type: 'datetime', precision: 3, name: 'removed_at', nullable: true, default: null },
   },
   indices: [{ name: 'memberships_person', columns: ['personId'] }],
   foreignKeys: [

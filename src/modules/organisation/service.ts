@@ -37,6 +37,14 @@ export interface NewOrganisation {
   oidc?: OidcSettings | undefined;
 }
 
+/** The person was removed from the organisation; their provider's tokens no longer admit them. */
+export class RemovedMember extends Error {
+  constructor() {
+    super('this person was removed from the organisation');
+    this.name = 'RemovedMember';
+  }
+}
+
 export interface SignedInPerson {
   person: PersonRecord;
   role: OrganisationRole;
@@ -184,6 +192,7 @@ export class OrganisationService {
     const email = identity.email?.toLowerCase();
     const name = (identity.name ?? email ?? identity.subject).slice(0, 200);
     const found = await this.store.findIdentity(identity.issuer, identity.subject, organisation.id);
+    if (found?.membership?.removedAt) throw new RemovedMember();
     if (found && found.membership) {
       const { person, membership } = found;
       const changes: Partial<PersonRecord> = {};
@@ -204,7 +213,7 @@ export class OrganisationService {
         await store.insertIdentity({ id: newId('idn'), issuer: identity.issuer, subject: identity.subject, personId: person.id, createdAt: now });
       }
       const role = identity.role ?? 'member';
-      await store.insertMembership({ organisationId: organisation.id, personId: person.id, role, createdAt: now });
+      await store.insertMembership({ organisationId: organisation.id, personId: person.id, role, createdAt: now, removedAt: null });
       return { person, role };
     });
   }
@@ -215,12 +224,21 @@ export class OrganisationService {
     const person = await this.store.findPerson(personId);
     if (!person) throw notFound(`no person ${personId}`);
     const membership = await this.store.findMembership(organisationId, person.id);
-    if (membership) await this.store.setRole(organisationId, person.id, role);
-    else await this.store.insertMembership({ organisationId, personId: person.id, role, createdAt: this.clock.now() });
+    // Setting a role re-admits a removed person: an administrator decided so.
+    if (membership) await this.store.readmit(organisationId, person.id, role);
+    else await this.store.insertMembership({ organisationId, personId: person.id, role, createdAt: this.clock.now(), removedAt: null });
     return person;
   }
 
+  /** A removed person's role is none: their devices, keys and approvals count for nothing. */
   async roleOf(organisationId: string, personId: string): Promise<OrganisationRole | undefined> {
-    return (await this.store.findMembership(organisationId, personId))?.role;
+    const membership = await this.store.findMembership(organisationId, personId);
+    return membership && !membership.removedAt ? membership.role : undefined;
+  }
+
+  /** Removes a person from the organisation (see OrganisationStore.removeMember). */
+  async removeMember(organisationId: string, personId: string): Promise<void> {
+    const removed = await this.dataSource.transaction((manager) => this.store.withManager(manager).removeMember(organisationId, personId, this.clock.now()));
+    if (!removed) throw notFound('this person is not a member of the organisation');
   }
 }

@@ -126,4 +126,45 @@ export class OrganisationStore {
   async setRole(organisationId: string, personId: string, role: OrganisationRole): Promise<void> {
     await this.manager.update(MembershipEntity, { organisationId, personId }, { role });
   }
+
+  /** An administrator's word: the person is a member again, with this role. */
+  async readmit(organisationId: string, personId: string, role: OrganisationRole): Promise<void> {
+    await this.manager.update(MembershipEntity, { organisationId, personId }, { role, removedAt: null });
+  }
+
+  /**
+   * Removes a person from an organisation: the membership is kept as a tombstone (so signing in
+   * again does not re-admit them), and every device they approved and every join key they created
+   * in the organisation stops working at once.
+   */
+  async removeMember(organisationId: string, personId: string, at: Date): Promise<boolean> {
+    const result = await this.manager
+      .createQueryBuilder()
+      .update(MembershipEntity)
+      .set({ removedAt: at })
+      .where('organisation_id = :organisationId AND person_id = :personId AND removed_at IS NULL', { organisationId, personId })
+      .execute();
+    await this.manager
+      .createQueryBuilder()
+      .update('DeviceToken')
+      .set({ revokedAt: at, graceSealed: null, graceUntil: null })
+      .where('revoked_at IS NULL AND device_id IN (SELECT id FROM devices WHERE organisation_id = :organisationId AND person_id = :personId)', {
+        organisationId,
+        personId,
+      })
+      .execute();
+    await this.manager
+      .createQueryBuilder()
+      .update('Device')
+      .set({ revokedAt: at })
+      .where('organisation_id = :organisationId AND person_id = :personId AND revoked_at IS NULL', { organisationId, personId })
+      .execute();
+    await this.manager
+      .createQueryBuilder()
+      .update('JoinKey')
+      .set({ revokedAt: at })
+      .where('organisation_id = :organisationId AND created_by = :personId AND revoked_at IS NULL', { organisationId, personId })
+      .execute();
+    return (result.affected ?? 0) === 1;
+  }
 }

@@ -119,7 +119,7 @@ export class ProjectStore {
   async findOrganisationMembers(organisationId: string, who: { email: string } | { personId: string }): Promise<OrganisationMemberView[]> {
     const query = this.manager
       .createQueryBuilder(PersonEntity, 'person')
-      .innerJoin(MembershipEntity.options.name, 'membership', 'membership.personId = person.id AND membership.organisationId = :organisationId', { organisationId })
+      .innerJoin(MembershipEntity.options.name, 'membership', 'membership.personId = person.id AND membership.organisationId = :organisationId AND membership.removedAt IS NULL', { organisationId })
       .select(['person.id AS id', 'person.name AS name', 'person.email AS email', 'membership.role AS role']);
     if ('email' in who) query.where('person.email = :email', { email: who.email.toLowerCase() });
     else query.where('person.id = :personId', { personId: who.personId });
