@@ -46,6 +46,10 @@ export class DeviceTokenResolver implements TokenResolver {
     const found = await this.tokens.resolveAccessToken(credential.token);
     if (!found) throw unauthorized('the access token is not valid', challenge);
     const { device } = found;
+    // Self-hosted: another organisation's token is refused like an unknown one, before any proof
+    // is checked or anything is recorded for it.
+    const tenant = req.context.tenant;
+    if (tenant && tenant.id !== device.organisationId) throw unauthorized('the access token is not valid', challenge);
     if (device.dpopJkt) {
       if (credential.scheme !== 'dpop') {
         throw dpopRefusal(new DpopError('invalid_dpop_proof', 'this token is bound to a key: send it with the DPoP scheme and a proof'));
@@ -67,8 +71,7 @@ export class DeviceTokenResolver implements TokenResolver {
     } else if (credential.scheme === 'dpop') {
       throw unauthorized('this token is not bound to a key: send it with the Bearer scheme', challenge);
     }
-    const tenant = req.context.tenant;
-    const organisation = tenant?.id === device.organisationId ? tenant : await this.organisations.findById(device.organisationId);
+    const organisation = tenant ?? (await this.organisations.findById(device.organisationId));
     if (!organisation) throw unauthorized('the access token is not valid', challenge);
     this.noteSeen(device.id);
     return {

@@ -144,6 +144,10 @@ export class RouteRegistry {
       if (this.routes.some((r) => r.operationId === route.operationId)) {
         throw new Error(`operationId ${route.operationId} is declared twice`);
       }
+      // Every device token carries scopes: a route devices may call says which one it needs.
+      if (route.auth !== 'public' && route.auth.includes('device') && !route.deviceScope) {
+        throw new Error(`${route.operationId} accepts device tokens but names no deviceScope`);
+      }
       this.routes.push(route);
       this.matchers.push({ method: route.method, match: match(expressPath(route.path)), route });
     }

@@ -60,3 +60,27 @@ describe('device tokens on GET /platform/v1/organisation', () => {
     expect(res.body.error).toBe('unauthorized');
   });
 });
+
+describe('device scopes and organisations', () => {
+  it('refuses a device whose token lacks organisation:read with 403 insufficient_scope', async () => {
+    const person = await createPerson(platform, organisation.id);
+    const enrolled = await enrolDevice(platform, { organisationId: organisation.id, personId: person.id });
+    await platform.dataSource.query('UPDATE devices SET scope = ? WHERE id = ?', ['ingest:write', enrolled.device.id]);
+    const res = await call(platform, 'get', '/platform/v1/organisation', { host, headers: await deviceHeaders(enrolled, 'GET', '') });
+    expect(res.status).toBe(403);
+    expect(res.body.error).toBe('insufficient_scope');
+  });
+
+  it("refuses another organisation's bound token like an unknown one, before its proof is spent", async () => {
+    const other = await createOrganisation(platform, { name: 'Elsewhere' });
+    const person = await createPerson(platform, other.id);
+    const theirs = await enrolDevice(platform, { organisationId: other.id, personId: person.id, alg: 'ES256' });
+    const headers = await deviceHeaders(theirs, 'GET', `http://${host}/platform/v1/organisation`);
+    const res = await call(platform, 'get', '/platform/v1/organisation', { host, headers });
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ error: 'unauthorized', message: 'the access token is not valid' });
+    expect(res.headers['www-authenticate']).toContain('DPoP error="invalid_token"');
+    const seen = await platform.dataSource.query('SELECT last_seen_at FROM devices WHERE id = ?', [theirs.device.id]);
+    expect(seen[0].last_seen_at).toBeNull();
+  });
+});

@@ -13,6 +13,7 @@ export function organisationRoutes(): RouteDefinition[] {
       tag: 'Organisation',
       tenant: true,
       auth: ['device', 'person', 'cloud-session'],
+      deviceScope: 'organisation:read',
       headers: {
         'X-Platform-Organisation': {
           description: "Cloud only, with a person's access token: the organisation id the request is for.",
