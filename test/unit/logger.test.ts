@@ -43,3 +43,28 @@ describe('logged failures', () => {
     expect(lines.join('')).toContain('SQLITE_CONSTRAINT');
   });
 });
+
+describe('logged database failures (MySQL-shaped)', () => {
+  it('keep the code and the placeholder statement, never the values mysql2 writes into its error', () => {
+    const { lines, logger } = capture();
+    const driverError = Object.assign(new Error("Duplicate entry 's3cr3t-dup' for key 'x'"), {
+      code: 'ER_DUP_ENTRY',
+      errno: 1062,
+      sql: "INSERT INTO people VALUES ('s3cr3t-sql')",
+      sqlMessage: "Duplicate entry 's3cr3t-dup' for key 'x'",
+    });
+    const failure = Object.assign(new Error("Duplicate entry 's3cr3t-dup' for key 'x'"), {
+      name: 'QueryFailedError',
+      query: 'INSERT INTO people VALUES (?)',
+      parameters: ['s3cr3t-param'],
+      driverError,
+      sql: driverError.sql,
+      sqlMessage: driverError.sqlMessage,
+    });
+    logger.error({ err: failure }, 'unexpected failure');
+    const written = lines.join('');
+    expect(written).not.toContain('s3cr3t');
+    expect(written).toContain('ER_DUP_ENTRY');
+    expect(written).toContain('INSERT INTO people VALUES (?)');
+  });
+});
