@@ -13,8 +13,10 @@ export function serializeError(error: unknown): unknown {
   if (withQuery.query === undefined && withQuery.driverError === undefined) return pino.stdSerializers.err(error);
   return {
     type: error.name,
-    message: 'database query failed',
-    code: withQuery.driverError?.code ?? (error as { code?: unknown }).code,
+    // MySQL quotes the offending values in its messages ("Duplicate entry '…' for key '…'").
+    message: error.message.replace(/'(?:[^'\\]|\\.)*'/g, "'…'").slice(0, 500),
+    // Not `code`: that name is redacted everywhere (it is the OAuth authorization code).
+    driverCode: withQuery.driverError?.code ?? (error as { code?: unknown }).code,
     errno: withQuery.driverError?.errno,
     query: typeof withQuery.query === 'string' ? withQuery.query.slice(0, 2000) : undefined,
     stack: error.stack?.split('\n').slice(1).join('\n'),
