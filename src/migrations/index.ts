@@ -14,8 +14,10 @@ import { Ingest1763780000000 as MysqlIngest } from './mysql/1763780000000-ingest
 import { MembershipRemoval1763790000000 as SqliteMembershipRemoval } from './sqlite/1763790000000-membership-removal.js';
 import { MembershipRemoval1763790000000 as MysqlMembershipRemoval } from './mysql/1763790000000-membership-removal.js';
 
+import { ExactIdentities1763800000000 as MysqlExactIdentities } from './mysql/1763800000000-exact-identities.js';
+
 type MigrationClass = new () => MigrationInterface;
 
 /** Migrations per dialect, in order. Listed by hand so they load the same in ESM, tests and builds. */
 export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation, SqliteDevices, SqlitePolicy, SqliteWebSessions, SqliteIngest, SqliteMembershipRemoval];
-export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices, MysqlPolicy, MysqlWebSessions, MysqlIngest, MysqlMembershipRemoval];
+export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices, MysqlPolicy, MysqlWebSessions, MysqlIngest, MysqlMembershipRemoval, MysqlExactIdentities];

@@ -313,3 +313,74 @@ describe('reading what was ingested (console)', () => {
     expect(forged.body.field).toBe('query.cursor');
   });
 });
+
+describe('identities, times and fields stored as sent (both databases)', () => {
+  it('keeps items whose ids differ only by case, and workspaces likewise', async () => {
+    const device = await newDevice();
+    const usage = (id: string) => ({ id, at: '2026-11-01T00:00:00.000Z', provider: 'p', model: 'm', inputTokens: 1, outputTokens: 1, cachedTokens: 0, cost: 0 });
+    const res = await upload(device, envelope({ usage: [usage('abc'), usage('ABC'), usage('abć')] }));
+    expect(res.body.accepted.usage).toBe(3);
+    const other = await upload(device, envelope({ workspaceId: 'WS-1', events: [event(1)] }));
+    expect(other.body.accepted.events).toBe(1);
+    expect((await upload(device, envelope({ workspaceId: 'ws-1', events: [event(1)] }))).body.accepted.events).toBe(1);
+  });
+
+  it('refuses ids and workspaces with white space at either end', async () => {
+    const device = await newDevice();
+    const res = await upload(device, envelope({ events: [{ ...event(1), id: 'evt-1 ' }] }));
+    expect(res.status).toBe(400);
+    expect(res.body.field).toBe('body.events[0].id');
+    expect((await upload(device, envelope({ workspaceId: ' ws' }))).body.field).toBe('body.workspaceId');
+  });
+
+  it('accepts a leap second as the last millisecond of its minute', async () => {
+    const device = await newDevice();
+    const res = await upload(device, envelope({ events: [{ ...event(1), at: '2026-12-31T23:59:60Z' }] }));
+    expect(res.status).toBe(200);
+    expect(res.body.accepted.events).toBe(1);
+  });
+
+  it('redacts task titles and audit actors too, and keeps redacted labels within their column', async () => {
+    const device = await newDevice();
+    const token = 'ghp_' + 'a1B2'.repeat(9);
+    const res = await upload(
+      device,
+      envelope({
+        tasks: [{ id: 't-secret', title: `rotate ${token}`, status: 'pending', createdAt: '2026-11-01T00:00:00.000Z', updatedAt: '2026-11-01T00:00:00.000Z' }],
+        audit: [{ id: 'a-secret', at: '2026-11-01T00:00:00.000Z', actor: `agent ${token}`, action: 'command.run', label: `${'x'.repeat(470)} password=abcdefgh` }],
+      }),
+    );
+    expect(res.status).toBe(200);
+    const stored = JSON.stringify([
+      await platform.dataSource.query('SELECT title FROM ingest_tasks WHERE device_id = ?', [device.device.id]),
+      await platform.dataSource.query('SELECT actor, label FROM ingest_audit WHERE device_id = ?', [device.device.id]),
+    ]);
+    expect(stored).not.toContain(token);
+    expect(stored).toContain('[REDACTED:github_token]');
+    const [row] = (await platform.dataSource.query('SELECT label FROM ingest_audit WHERE device_id = ?', [device.device.id])) as { label: string }[];
+    // The marker is longer than the password it replaced: the label is cut back to its column.
+    expect(row!.label).toMatch(/^x{470} password=\[REDACTED:/);
+    expect(row!.label).toHaveLength(500);
+  });
+});
+
+describe('large event data', () => {
+  it('is stored whole, not cut at 64 KB, and reads back', async () => {
+    const large = await startPlatform();
+    try {
+      const org = await createOrganisation(large, { name: 'Large', oidc: idp.settings({ roleClaim: 'platform_role' }) });
+      const largeHost = (await large.services.organisations.hostsOf(org.id))[0]!;
+      const person = await createPerson(large, org.id);
+      const device = await enrolDevice(large, { organisationId: org.id, personId: person.id });
+      const project = (await large.services.projects.create(org.id, { name: 'P' })).id;
+      const text = 'word '.repeat(20_000);
+      const body = { ...envelope({ projectId: project, events: [event(1, { text })] }) };
+      const res = await call(large, 'post', '/ingest/v1', { host: largeHost, headers: await deviceHeaders(device, 'GET', ''), body });
+      expect(res.status).toBe(200);
+      const [row] = (await large.dataSource.query('SELECT data FROM ingest_events WHERE device_id = ?', [device.device.id])) as { data: string }[];
+      expect(JSON.parse(row!.data).text).toBe(text);
+    } finally {
+      await large.close();
+    }
+  });
+});

@@ -582,6 +582,10 @@ describe('audit items', () => {
     'mcp.memory.fetch',
     'memory.read.failed',
     'memory.search.completed',
+    'memory.semantic_search',
+    'memory.semanticSearch',
+    'memories.vector.search',
+    'memory.entries.read',
   ])('%s is a memory read', (action) => {
     expect(isMemoryRead(action)).toBe(true);
   });

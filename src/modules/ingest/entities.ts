@@ -90,6 +90,14 @@ const ref = (name: string) => ({ type: 'varchar', length: 40, name }) as const;
 const text = (name: string, length: number) => ({ type: 'varchar', length, name }) as const;
 const optionalText = (name: string, length: number) => ({ type: 'varchar', length, name, nullable: true, default: null }) as const;
 const when = (name: string) => ({ type: 'datetime', precision: 3, name }) as const;
+/*
+ * On MySQL the identity columns (`workspace_id`, `item_id`, `task_id`) are `utf8mb4_bin`, set by
+ * migration 1763800000000: the tables' default collation would take `abc` and `ABC` (or `é` and
+ * `e`) for the same item and drop one of them. The schemas refuse ids with edge white space, the
+ * one difference `utf8mb4_bin` (PAD SPACE) would still ignore. `data` and `details` are
+ * MEDIUMTEXT there, so no item that passes validation can be cut short.
+ */
+
 /** SQLite's INTEGER PRIMARY KEY is its 64-bit row id (and the only type AUTOINCREMENT takes);
  * MySQL needs BIGINT for the same range. */
 type Dialect = 'sqlite' | 'mysql';
@@ -115,7 +123,7 @@ const IngestEventSchema = (dialect: Dialect) => new EntitySchema<IngestEventReco
     eventId: text('event_id', 200),
     at: when('at'),
     kind: text('kind', 100),
-    data: { type: 'text', name: 'data' },
+    data: { type: dialect === 'mysql' ? 'mediumtext' : 'text', name: 'data' },
     receivedAt: when('received_at'),
   },
   indices: [
@@ -160,7 +168,7 @@ const IngestAuditSchema = (dialect: Dialect) => new EntitySchema<IngestAuditReco
     action: text('action', 100),
     target: optionalText('target', 500),
     label: optionalText('label', 500),
-    details: { type: 'text', name: 'details', nullable: true, default: null },
+    details: { type: dialect === 'mysql' ? 'mediumtext' : 'text', name: 'details', nullable: true, default: null },
     receivedAt: when('received_at'),
   },
   indices: [

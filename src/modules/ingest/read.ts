@@ -1,7 +1,7 @@
 import type { DataSource, SelectQueryBuilder } from 'typeorm';
 import { invalidRequest } from '../../http/errors.js';
 import type { IngestAuditRecord, IngestEventRecord, IngestTaskRecord } from './entities.js';
-import { dialectOf, sqlTime } from './store.js';
+import { dialectOf, instant, sqlTime } from './store.js';
 
 /**
  * The console's read side of ingest: the organisation's events, audit records and tasks with
@@ -35,7 +35,15 @@ export function decodeCursor(cursor: string): string {
   return match[1] as string;
 }
 
-const json = (text: string | null): Record<string, unknown> | undefined => (text === null ? undefined : (JSON.parse(text) as Record<string, unknown>));
+/** A stored JSON object; a row that cannot be read back shows as such rather than failing the page. */
+const json = (text: string | null): Record<string, unknown> | undefined => {
+  if (text === null) return undefined;
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return { unreadable: true };
+  }
+};
 const iso = (value: Date | string | null): string | undefined =>
   value === null ? undefined : (value instanceof Date ? value : new Date(`${value.replace(' ', 'T')}Z`)).toISOString();
 
@@ -58,8 +66,8 @@ export class IngestReader {
     if (filters.projectId) query.andWhere('item.projectId = :projectId', { projectId: filters.projectId });
     if (filters.workspaceId) query.andWhere('item.workspaceId = :workspaceId', { workspaceId: filters.workspaceId });
     if (filters.kind && kindColumn) query.andWhere(`item.${kindColumn} = :kind`, { kind: filters.kind });
-    if (filters.since) query.andWhere(`item.${timeColumn} >= :since`, { since: sqlTime(dialect, new Date(filters.since)) });
-    if (filters.until) query.andWhere(`item.${timeColumn} < :until`, { until: sqlTime(dialect, new Date(filters.until)) });
+    if (filters.since) query.andWhere(`item.${timeColumn} >= :since`, { since: sqlTime(dialect, instant(filters.since)) });
+    if (filters.until) query.andWhere(`item.${timeColumn} < :until`, { until: sqlTime(dialect, instant(filters.until)) });
     if (filters.cursor) query.andWhere('item.rowId < :cursor', { cursor: decodeCursor(filters.cursor) });
     return query;
   }
@@ -138,8 +146,8 @@ export class IngestReader {
       .addOrderBy('provider', 'ASC')
       .addOrderBy('model', 'ASC');
     if (filters.projectId) query.andWhere('item.projectId = :projectId', { projectId: filters.projectId });
-    if (filters.since) query.andWhere('item.at >= :since', { since: sqlTime(dialect, new Date(filters.since)) });
-    if (filters.until) query.andWhere('item.at < :until', { until: sqlTime(dialect, new Date(filters.until)) });
+    if (filters.since) query.andWhere('item.at >= :since', { since: sqlTime(dialect, instant(filters.since)) });
+    if (filters.until) query.andWhere('item.at < :until', { until: sqlTime(dialect, instant(filters.until)) });
     const rows = (await query.getRawMany()) as Record<string, string | number>[];
     return rows.map((row) => ({
       day: String(row.day),

@@ -80,12 +80,17 @@ const MEMORY_READ_VERBS = new Set([
   'view',
 ]);
 
+/** Words that make an action change memory rather than read it. */
+const MEMORY_WRITE_VERBS = new Set(['write', 'delete', 'update', 'store', 'save', 'create', 'remove', 'put', 'set', 'insert', 'forget', 'clear', 'add', 'upsert']);
+
 /**
  * Whether an audit action reads a workbench's memory. The action is split into words at `.`, `_`,
- * `-`, `:`, `/`, spaces and lower-to-upper case changes; it is a memory read when two adjacent
- * words are `memory`/`memories` and a read verb, in either order, anywhere in the name (so
- * `memory.read.failed` still counts: a failed read can still carry the query). `memory.write`,
- * `memory.delete` and `memory.update` are not reads and are redacted like any other item.
+ * `-`, `:`, `/`, spaces and lower-to-upper case changes; it is a memory read when one word is
+ * `memory`/`memories`, another is a read verb, and none is a write verb, wherever they stand
+ * (`memory.read`, `read_memory`, `memory.semantic_search`, `memories.vector.search`,
+ * `memory.entries.read`, and `memory.read.failed`: a failed read can still carry the query).
+ * `memory.write`, `memory.delete`, `memory.update` and `memory.write.read_only` are not reads and
+ * are redacted like any other item. Erring towards "read" only drops content, never keeps it.
  */
 export function isMemoryRead(action: string): boolean {
   if (typeof action !== 'string') return false;
@@ -95,12 +100,11 @@ export function isMemoryRead(action: string): boolean {
     .toLowerCase()
     .split(/[\s._:/-]+/)
     .filter((word) => word !== '');
-  for (let i = 1; i < words.length; i += 1) {
-    const first = words[i - 1] as string;
-    const second = words[i] as string;
-    if ((MEMORY_RESOURCES.has(first) && MEMORY_READ_VERBS.has(second)) || (MEMORY_READ_VERBS.has(first) && MEMORY_RESOURCES.has(second))) return true;
-  }
-  return false;
+  return (
+    words.some((word) => MEMORY_RESOURCES.has(word)) &&
+    words.some((word) => MEMORY_READ_VERBS.has(word)) &&
+    !words.some((word) => MEMORY_WRITE_VERBS.has(word))
+  );
 }
 
 function walk(value: unknown, keyRule: KeyRule | undefined, depth: number, path: Set<object>, findings: Findings): unknown {

@@ -6,7 +6,17 @@ import { named, timestampSchema } from '../../http/schema.js';
  * `schemaVersion`), except inside the free `data` and `details` objects.
  */
 
-const itemId = { type: 'string', minLength: 1, maxLength: 200, description: "The workbench's own id of the item (unique per device)." } as const;
+/** No white space at either end: ids compare exactly, and MySQL's binary collation would still
+ * ignore trailing spaces. */
+const EDGE_TRIMMED = '^\\S(?:[\\s\\S]*\\S)?$';
+
+const itemId = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 200,
+  pattern: EDGE_TRIMMED,
+  description: "The workbench's own id of the item (unique per device; compared exactly, case included; no white space at either end).",
+} as const;
 
 export const ingestEventSchema = named('IngestEvent', {
   type: 'object',
@@ -100,7 +110,7 @@ export const ingestEnvelopeSchema = named('IngestEnvelope', {
   properties: {
     schemaVersion: { type: 'integer', const: 1, description: 'Envelope schema version; `1`.' },
     projectId: { type: 'string', minLength: 1, maxLength: 40, description: "The organisation's project the items belong to." },
-    workspaceId: { type: 'string', minLength: 1, maxLength: 200, description: 'The workspace that recorded the items.' },
+    workspaceId: { type: 'string', minLength: 1, maxLength: 200, pattern: EDGE_TRIMMED, description: 'The workspace that recorded the items (compared exactly; no white space at either end).' },
     sentAt: { ...timestampSchema, description: 'When the workbench sent the envelope.' },
     cursors: {
       type: 'object',

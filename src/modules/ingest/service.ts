@@ -3,9 +3,9 @@ import { QueryFailedError } from 'typeorm';
 import type { FromSchema } from 'json-schema-to-ts';
 import type { Clock } from '../../util/clock.js';
 import type { ProjectService } from '../projects/service.js';
-import { redact, redactAuditItem } from './redaction.js';
+import { redact, redactAuditItem, redactText } from './redaction.js';
 import type { ingestAnswerSchema, ingestEnvelopeSchema } from './schemas.js';
-import { dialectOf, IngestStore, sqlTime, type StreamCursors, type StreamKey } from './store.js';
+import { dialectOf, IngestStore, instant, sqlTime, type StreamCursors, type StreamKey } from './store.js';
 
 export type IngestEnvelope = FromSchema<typeof ingestEnvelopeSchema>;
 export type IngestAnswer = FromSchema<typeof ingestAnswerSchema>;
@@ -25,7 +25,14 @@ function isRetryable(error: unknown): boolean {
 
 /** `<at>|<id>`: ordered by time, then id; RFC 3339 UTC text sorts as time does. */
 function position(at: string, id: string): string {
-  return `${new Date(at).toISOString()}|${id}`;
+  return `${instant(at).toISOString()}|${id}`;
+}
+
+/** Redacted text for a field stored as is, kept within its column (a marker may be longer than
+ * the secret it replaces). */
+function redactedText(value: string, max: number): string {
+  const found: string[] = [];
+  return redactText(value, found).slice(0, max);
 }
 
 function newest(current: string, candidates: readonly string[]): string {
@@ -52,9 +59,17 @@ export class IngestService {
 
     // Redaction happens before anything is stored (or could be logged).
     const events = (envelope.events ?? []).map((event) => ({ ...event, data: redact(event.data).value }));
-    const audit = (envelope.audit ?? []).map((item) => redactAuditItem(item, AUDIT_CONTENT_FIELDS).value);
+    const audit = (envelope.audit ?? []).map((item) => {
+      const redacted = redactAuditItem(item, AUDIT_CONTENT_FIELDS).value;
+      return {
+        ...redacted,
+        actor: redactedText(redacted.actor, 200),
+        ...(redacted.target !== undefined ? { target: redacted.target.slice(0, 500) } : {}),
+        ...(redacted.label !== undefined ? { label: redacted.label.slice(0, 500) } : {}),
+      };
+    });
     const usage = envelope.usage ?? [];
-    const tasks = envelope.tasks ?? [];
+    const tasks = (envelope.tasks ?? []).map((task) => ({ ...task, title: redactedText(task.title, 500) }));
     const stream: StreamKey = { organisationId: device.organisationId, deviceId: device.deviceId, workspaceId: envelope.workspaceId };
     const dialect = dialectOf(this.dataSource);
 
@@ -63,7 +78,7 @@ export class IngestService {
         return await this.dataSource.transaction(async (manager) => {
           const store = new IngestStore(manager, dialect);
           const now = this.clock.now();
-          const t = (value: string | Date) => sqlTime(dialect, typeof value === 'string' ? new Date(value) : value);
+          const t = (value: string | Date) => sqlTime(dialect, typeof value === 'string' ? instant(value) : value);
           const held = await store.lockStream(stream, now);
           const receivedAt = t(now);
           const base = [device.organisationId, envelope.projectId, device.deviceId, envelope.workspaceId];
@@ -99,9 +114,9 @@ export class IngestService {
             const values = {
               title: task.title,
               status: task.status,
-              createdAt: new Date(task.createdAt),
-              updatedAt: new Date(task.updatedAt),
-              completedAt: task.completedAt ? new Date(task.completedAt) : null,
+              createdAt: instant(task.createdAt),
+              updatedAt: instant(task.updatedAt),
+              completedAt: task.completedAt ? instant(task.completedAt) : null,
               projectId: envelope.projectId,
               workspaceId: envelope.workspaceId,
             };

@@ -12,6 +12,16 @@ export function dialectOf(dataSource: DataSource): Dialect {
   return dataSource.options.type === 'better-sqlite3' ? 'sqlite' : 'mysql';
 }
 
+/**
+ * An RFC 3339 timestamp as an instant. A leap second (`…:60`) is valid RFC 3339 but not a
+ * JavaScript date: it is taken as the last millisecond of the minute it closes.
+ */
+export function instant(value: string): Date {
+  const date = new Date(value);
+  if (!Number.isNaN(date.getTime())) return date;
+  return new Date(new Date(value.replace(/:60(\.\d+)?(?=Z|[+-]|$)/i, ':59.999')).getTime());
+}
+
 /** How a timestamp is bound: better-sqlite3 binds no Date; TypeORM keeps UTC text there. */
 export function sqlTime(dialect: Dialect, date: Date): Date | string {
   return dialect === 'sqlite' ? date.toISOString().replace('T', ' ').replace('Z', '') : date;
@@ -63,11 +73,19 @@ export class IngestStore {
 
   /** Opens the stream (once) and locks its row, so uploads of one stream run one after another. */
   async lockStream(stream: StreamKey, now: Date): Promise<StreamCursors> {
-    await this.insertIgnore(
-      'ingest_streams',
-      ['device_id', 'workspace_id', 'organisation_id', 'events_cursor', 'usage_cursor', 'audit_cursor', 'updated_at'],
-      [[stream.deviceId, stream.workspaceId, stream.organisationId, -1, '', '', sqlTime(this.dialect, now)]],
-    );
+    const columns = ['device_id', 'workspace_id', 'organisation_id', 'events_cursor', 'usage_cursor', 'audit_cursor', 'updated_at'];
+    const values = [stream.deviceId, stream.workspaceId, stream.organisationId, -1, '', '', sqlTime(this.dialect, now)];
+    if (this.dialect === 'mysql') {
+      // ON DUPLICATE KEY takes the row's exclusive lock at once; INSERT IGNORE would take a shared
+      // one first, and two uploads of one stream upgrading theirs would deadlock each other.
+      await this.runner.query(
+        `INSERT INTO ${this.q('ingest_streams')} (${columns.map(this.q).join(', ')}) VALUES (${columns.map(() => '?').join(', ')}) ` +
+          `ON DUPLICATE KEY UPDATE ${this.q('device_id')} = ${this.q('device_id')}`,
+        values,
+      );
+    } else {
+      await this.insertIgnore('ingest_streams', columns, [values]);
+    }
     const lock = this.dialect === 'mysql' ? ' FOR UPDATE' : '';
     const rows = (await this.runner.query(
       `SELECT ${this.q('events_cursor')} AS e, ${this.q('usage_cursor')} AS u, ${this.q('audit_cursor')} AS a FROM ${this.q('ingest_streams')} WHERE ${this.q('device_id')} = ? AND ${this.q('workspace_id')} = ?${lock}`,
