@@ -12,7 +12,7 @@ export async function bootstrapLocalhost(config: Config, organisations: Organisa
   const lines = [
     `Created organisation ${organisation.id} ("${organisation.name}") served at http://localhost:${config.port}.`,
     'Next, connect your identity provider and add your host name:',
-    `  npx platform org configure ${organisation.id} --host platform.example.com \\`,
+    `  npx platform org configure ${organisation.id} --host platform.example.com --remove-host localhost \\`,
     '    --issuer https://idp.example.com --client-id <client id> --api-scope <scope> --audience <audience> [--role-claim <claim>]',
     '  npx platform org list',
   ];

@@ -189,6 +189,8 @@ export class DpopVerifier {
     // proof with the same key; WebCrypto's import and verify cost several times more).
     const publicKey = this.keys.get(jwk);
     if (!publicKey) return refuse('the DPoP proof signature is invalid');
+    // The bound key is known before the signature is checked: another key's proof stops here.
+    if (expected.boundJkt !== undefined && !safeEqual(publicKey.jkt, expected.boundJkt)) refuse('the DPoP proof is signed by another key');
     const signature = Buffer.from(encodedSignature, 'base64url');
     const signedBytes = Buffer.from(`${encodedHeader}.${encodedPayload}`, 'ascii');
     const valid =
@@ -225,9 +227,8 @@ export class DpopVerifier {
       }
     }
 
-    // 7. Signed by the key the token (or device code) is bound to.
+    // 7. The key's thumbprint (compared with the bound one before the signature, in step 4).
     const jkt = publicKey.jkt;
-    if (expected.boundJkt !== undefined && !safeEqual(jkt, expected.boundJkt)) refuse('the DPoP proof is signed by another key');
 
     // 8. Server nonce, when required.
     if (this.options.requireNonce) {

@@ -3,6 +3,7 @@ import type { Deployment } from '../config.js';
 import type { OrganisationRecord } from '../modules/organisation/entities.js';
 import type { OrganisationService } from '../modules/organisation/service.js';
 import { unknownTenant } from './errors.js';
+import { HOST_NAME } from '../modules/organisation/service.js';
 
 /**
  * Tenancy. Self-hosted: the organisation is the one served at the request's host name (the
@@ -20,11 +21,17 @@ export function tenancy(deployment: Deployment, organisations: OrganisationServi
   return async (req: Request, _res: Response, next: NextFunction) => {
     try {
       const host = (req.hostname ?? '').toLowerCase();
+      // A Host that cannot name an organisation costs no query and takes no cache room.
+      if (!HOST_NAME.test(host)) throw unknownTenant();
       const now = Date.now();
       let hit = cache.get(host);
       if (!hit || hit.until <= now) {
-        hit = { organisation: host ? await organisations.findByHost(host) : null, until: now + cacheMs };
-        if (cache.size > 1000) cache.clear();
+        hit = { organisation: await organisations.findByHost(host), until: now + cacheMs };
+        // Misses are remembered briefly too, but never at the expense of the hosts that answer.
+        if (cache.size >= 1000) {
+          for (const [key, entry] of cache) if (!entry.organisation || entry.until <= now) cache.delete(key);
+          if (cache.size >= 1000) cache.clear();
+        }
         cache.set(host, hit);
       }
       if (!hit.organisation) throw unknownTenant();

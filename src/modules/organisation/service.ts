@@ -50,7 +50,7 @@ export interface SignedInPerson {
   role: OrganisationRole;
 }
 
-const HOST_NAME = /^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*$/;
+export const HOST_NAME = /^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*$/;
 
 export function normaliseHost(host: string): string {
   const lower = host.trim().toLowerCase().replace(/\.$/, '');
