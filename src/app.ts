@@ -1,4 +1,4 @@
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import helmet from 'helmet';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -141,27 +141,22 @@ export function buildApp(deps: AppDependencies): Platform {
       xXssProtection: false,
     }),
   );
-  // Bodies are parsed at the edge with the default limit, except for routes that read their
-  // own (larger) bodies after authentication (see RouteDefinition.bodyLimitBytes).
-  const jsonBody = express.json({ limit: config.jsonBodyLimitBytes, strict: true });
-  // RFC 8628 clients post small forms to the token endpoints (routes that declare forms); the
-  // approval page parses its own, smaller forms.
-  const formBody = express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 100 });
-  app.use((req, res, next) => {
-    // Most requests (GETs) carry no body: skip the route look-ups and the parsers altogether.
-    if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) return next();
-    if (registry.readsOwnBody(req.method, req.path)) return next();
-    if (registry.acceptsForms(req.method, req.path) && req.is('application/x-www-form-urlencoded')) return formBody(req, res, next);
-    return jsonBody(req, res, next);
-  });
-
   const rateLimits = new RateLimits(deps.redis ? redisStores(deps.redis) : memoryStores(), config.rateLimitsEnabled);
   const router = express.Router();
   registry.mount(
     router,
     {
       rateLimit: (rule) => rateLimits.handler(rule),
-      bodyParsers: (_route, limit) => [express.json({ limit, strict: true })],
+      // Bodies are read in each route's chain, after its limits and its authentication. RFC 8628
+      // clients post small forms to the token endpoints, the routes that declare forms.
+      bodyParsers: (route, limit) => {
+        const parsers: RequestHandler[] = [express.json({ limit, strict: true })];
+        if (route.mediaTypes?.includes('application/x-www-form-urlencoded')) {
+          parsers.push(express.urlencoded({ extended: false, limit: Math.min(limit, 64 * 1024), parameterLimit: 100 }));
+        }
+        return parsers;
+      },
+      defaultBodyLimitBytes: config.jsonBodyLimitBytes,
       tenancy: tenancy(config.deployment, organisations),
       authenticate: authentication(resolvers, config.deployment),
     },

@@ -78,8 +78,9 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
   deviceScope?: string;
   /** Limits by network address (checked first) and by person (checked after authentication). */
   rateLimits?: readonly RateLimitRule[];
-  /** A body limit of its own (bytes): the declared length is checked before anything else, and
-   * the body is read only after authentication, so a stranger's large upload costs nothing. */
+  /** A body limit of its own (bytes) instead of JSON_BODY_LIMIT. Either way the declared length
+   * is checked before anything else and the body is read only after rate limits, tenancy and
+   * authentication, so a refused request or a stranger's large upload costs almost nothing. */
   bodyLimitBytes?: number;
   /** Runs on the parsed body before schema validation, for refusals that must come first. */
   precheck?: (body: unknown) => void;
@@ -98,8 +99,10 @@ export function defineRoute<const S extends RouteSchemas>(route: RouteDefinition
 /** The middleware the registry puts in front of a route's handler, supplied by the app. */
 export interface RouteLayers {
   rateLimit: (rule: RateLimitRule) => RequestHandler;
-  /** Body parsers for a route that reads its own body, with its limit. */
+  /** Body parsers for a route (by its media types), with its limit. */
   bodyParsers: (route: RouteDefinition, limitBytes: number) => RequestHandler[];
+  /** JSON_BODY_LIMIT: the limit of routes that set none of their own. */
+  defaultBodyLimitBytes: number;
   tenancy: RequestHandler;
   authenticate: (route: RouteDefinition) => RequestHandler;
 }
@@ -153,17 +156,6 @@ export class RouteRegistry {
     }
   }
 
-  /** Whether the route answering this request reads its own body (the edge parser skips it). */
-  readsOwnBody(method: string, path: string): boolean {
-    const route = this.find(method, path);
-    return route?.bodyLimitBytes !== undefined;
-  }
-
-  /** Whether the route answering this request takes form bodies (RFC 8628 / RFC 6749 clients). */
-  acceptsForms(method: string, path: string): boolean {
-    return this.find(method, path)?.mediaTypes?.includes('application/x-www-form-urlencoded') ?? false;
-  }
-
   /** The declared route answering `method path`, for answer checks in tests. */
   find(method: string, path: string): RouteDefinition | undefined {
     const pathname = path.split('?')[0] ?? path;
@@ -177,12 +169,13 @@ export class RouteRegistry {
       if (route.cloudOnly && deployment !== 'cloud') continue;
       const chain: RequestHandler[] = [];
       const limits = route.rateLimits ?? [];
-      if (route.bodyLimitBytes !== undefined) chain.push(declaredLengthAtMost(route.bodyLimitBytes));
+      const bodyLimit = route.bodyLimitBytes ?? layers.defaultBodyLimitBytes;
+      chain.push(declaredLengthAtMost(bodyLimit));
       for (const rule of limits.filter((r) => r.by === 'address')) chain.push(layers.rateLimit(rule));
       if (route.tenant) chain.push(layers.tenancy);
       if (route.auth !== 'public') chain.push(layers.authenticate(route));
       for (const rule of limits.filter((r) => r.by === 'person')) chain.push(layers.rateLimit(rule));
-      if (route.bodyLimitBytes !== undefined) chain.push(...layers.bodyParsers(route, route.bodyLimitBytes));
+      chain.push(...layers.bodyParsers(route, bodyLimit));
       chain.push(this.handle(route));
       router[route.method](expressPath(route.path), ...chain);
     }

@@ -44,9 +44,18 @@ describe('edge', () => {
   });
 
   it('refuses malformed JSON with 400 invalid_request', async () => {
-    const res = await call(platform, 'get', '/platform/v1/organisation', { host, raw: { type: 'application/json', data: '{"a":' } });
+    // A public route: bodies are read only after authentication, so it is where a stranger's
+    // malformed body is read at all.
+    const res = await call(platform, 'post', '/relay/v1/device/code', { host, raw: { type: 'application/json', data: '{"a":' } });
     expect(res.status).toBe(400);
     expect(res.body.error).toBe('invalid_request');
+  });
+
+  it('reads no body before authentication, and none at all for an unknown route', async () => {
+    const unauthenticated = await call(platform, 'get', '/platform/v1/organisation', { host, raw: { type: 'application/json', data: '{"a":' } });
+    expect(unauthenticated.status).toBe(401);
+    const unknown = await call(platform, 'post', '/nothing/here', { host, raw: { type: 'application/json', data: '{"a":' } });
+    expect(unknown.status).toBe(404);
   });
 
   it('refuses a body of the wrong media type with 415', async () => {
