@@ -53,7 +53,7 @@ const SCHEMES_BY_KIND: Record<TokenKind, readonly (keyof typeof SECURITY_SCHEMES
 const STATUS_TEXT: Record<number, string> = {
   400: 'The request did not match the schema (`invalid_request`, naming the field).',
   401: 'No valid token (`unauthorized`).',
-  403: 'Signed in but not allowed (`forbidden`).',
+  403: 'Signed in but not allowed: `forbidden` (the caller\'s role), or `insufficient_scope` (a device token without the scope this operation needs).',
   404: 'Not found, or not yours to see (`not_found`); `unknown_tenant` on self-hosted when no organisation is served at the host name.',
   413: 'The request body is too large (`payload_too_large`).',
   415: 'The request body is not of an accepted media type (`unsupported_media_type`).',
@@ -95,7 +95,7 @@ function parametersOf(where: 'path' | 'query', schema: Schema | undefined): unkn
   });
 }
 
-function operation(route: RouteDefinition): Record<string, unknown> {
+function operation(route: RouteDefinition, deployment: 'cloud' | 'self-hosted'): Record<string, unknown> {
   const parameters = [
     ...parametersOf('path', route.schemas.params),
     ...parametersOf('query', route.schemas.query),
@@ -112,6 +112,7 @@ function operation(route: RouteDefinition): Record<string, unknown> {
   // Every route can meet the edge's refusals; describe them with the error body.
   const general = [400, 404, 413, 415, 500];
   if (route.auth !== 'public') general.push(401);
+  if (route.deviceScope || route.forbids) general.push(403);
   if (route.rateLimits?.length) general.push(429, 503);
   else if (route.auth !== 'public' && route.auth.includes('device')) general.push(503);
   for (const status of [...statuses, ...general].sort((a, b) => a - b)) {
@@ -136,7 +137,10 @@ function operation(route: RouteDefinition): Record<string, unknown> {
   const security =
     route.auth === 'public'
       ? []
-      : route.auth.flatMap((kind) => SCHEMES_BY_KIND[kind].map((scheme) => ({ [scheme]: [] })));
+      : route.auth
+          // Person tokens are the self-hosted kind, Cloud sessions the hosted one.
+          .filter((kind) => (deployment === 'cloud' ? kind !== 'person' : kind !== 'cloud-session'))
+          .flatMap((kind) => SCHEMES_BY_KIND[kind].map((scheme) => ({ [scheme]: [] })));
   const op: Record<string, unknown> = {
     operationId: route.operationId,
     summary: route.summary,
@@ -163,7 +167,7 @@ export function buildOpenApi(registry: RouteRegistry, options: { deployment: 'cl
   for (const route of registry.routes) {
     if (route.cloudOnly && options.deployment !== 'cloud') continue;
     tags.add(route.tag);
-    (paths[route.path] ??= {})[route.method] = operation(route);
+    (paths[route.path] ??= {})[route.method] = operation(route, options.deployment);
   }
   const schemas: Record<string, unknown> = { Error: refs(errorBodySchema, true) };
   for (const [name, schema] of namedSchemas()) schemas[name] = refs(schema, true);

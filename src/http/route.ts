@@ -82,6 +82,8 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
    * is checked before anything else and the body is read only after rate limits, tenancy and
    * authentication, so a refused request or a stranger's large upload costs almost nothing. */
   bodyLimitBytes?: number;
+  /** The handler may refuse with 403 `forbidden` (the caller's role); documented, not enforced here. */
+  forbids?: boolean;
   /** Runs on the parsed body before schema validation, for refusals that must come first. */
   precheck?: (body: unknown) => void;
   /** Media types accepted for a body; JSON unless stated. */

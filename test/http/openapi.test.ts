@@ -78,3 +78,21 @@ describe('schema meta rules', () => {
     expect(undocumented).toEqual([]);
   });
 });
+
+describe('what the document promises', () => {
+  it('lists, per operation, only the token kinds this deployment accepts', async () => {
+    const { body } = await call(platform, 'get', '/openapi.json');
+    const text = JSON.stringify(body.paths);
+    expect(text).not.toContain('"cloudSession"');
+    expect(text).toContain('"personToken"');
+  });
+
+  it('documents 403 where a scope or a role can refuse', async () => {
+    const { body } = await call(platform, 'get', '/openapi.json');
+    expect(body.paths['/policy/v1'].get.responses['403']).toBeDefined();
+    expect(body.paths['/platform/v1/join-keys'].post.responses['403']).toBeDefined();
+    expect(body.paths['/policy/v1/organisation'].put.responses['403']).toBeDefined();
+    expect(body.paths['/policy/v1/organisation'].put.responses['409']).toBeDefined();
+    expect(body.paths['/.well-known/platform.json'].get.responses['403']).toBeUndefined();
+  });
+});

@@ -223,6 +223,7 @@ const ADMIN_ROUTE = {
   extension: true,
   tenant: true,
   auth: ['person', 'cloud-session'],
+  forbids: true,
   headers: organisationHeader,
 } as const;
 

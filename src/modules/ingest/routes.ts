@@ -158,6 +158,7 @@ export function ingestRoutes(service: IngestService, reader: IngestReader, limit
   const consoleRoute = {
     tenant: true,
     auth: ['person', 'cloud-session'] as const,
+    forbids: true,
     extension: true,
     tag: 'Ingest',
   };

@@ -17,7 +17,7 @@ export const platformOrganisationSchema = named('PlatformOrganisation', {
     role: {
       type: 'string',
       enum: ['owner', 'admin', 'member'],
-      description: "The calling person's role (absent for a device without an approver).",
+      description: "The calling person's role (absent when a device calls).",
     },
   },
   additionalProperties: false,

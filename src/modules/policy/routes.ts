@@ -1,5 +1,6 @@
 import { authorize, defineAbilityFor } from '../../../policies/index.js';
 import type { Principal } from '../../auth/principal.js';
+import { errorBodySchema } from '../../http/schema.js';
 import { defineRoute, type Reply, type RouteDefinition } from '../../http/route.js';
 import type { OrganisationRecord } from '../organisation/entities.js';
 import {
@@ -108,10 +109,12 @@ export function policyRoutes(policies: PolicyService): RouteDefinition[] {
       extension: true,
       tenant: true,
       auth: ['person', 'cloud-session'],
+      forbids: true,
       headers: ORGANISATION_HEADER,
       schemas: { body: policyDocumentSchema },
       responses: {
         200: { description: "The organisation's effective policy after the publish.", schema: policyAnswerSchema, headers: answerHeaders },
+        409: { description: 'Another publish of this organisation happened at the same moment, three times over; publish again (`conflict`).', schema: errorBodySchema },
       },
       handler: async ({ body, principal, tenant }) => {
         const organisation: OrganisationRecord = tenant!;
@@ -130,6 +133,7 @@ export function policyRoutes(policies: PolicyService): RouteDefinition[] {
       extension: true,
       tenant: true,
       auth: ['person', 'cloud-session'],
+      forbids: true,
       headers: ORGANISATION_HEADER,
       schemas: {
         params: { type: 'object', required: ['projectId'], properties: { projectId: projectIdSchema }, additionalProperties: false },
@@ -137,6 +141,7 @@ export function policyRoutes(policies: PolicyService): RouteDefinition[] {
       },
       responses: {
         200: { description: "The project's effective policy after the publish.", schema: policyAnswerSchema, headers: answerHeaders },
+        409: { description: 'Another publish of this organisation happened at the same moment, three times over; publish again (`conflict`).', schema: errorBodySchema },
       },
       handler: async ({ params, body, principal, tenant }) => {
         const organisation = tenant!;
@@ -154,6 +159,7 @@ export function policyRoutes(policies: PolicyService): RouteDefinition[] {
       extension: true,
       tenant: true,
       auth: ['person', 'cloud-session'],
+      forbids: true,
       headers: ORGANISATION_HEADER,
       schemas: { query: revisionsQuery },
       responses: { 200: { description: 'The publishes, newest first.', schema: policyRevisionListSchema } },
@@ -173,6 +179,7 @@ export function policyRoutes(policies: PolicyService): RouteDefinition[] {
       extension: true,
       tenant: true,
       auth: ['person', 'cloud-session'],
+      forbids: true,
       headers: ORGANISATION_HEADER,
       schemas: {
         params: { type: 'object', required: ['projectId'], properties: { projectId: projectIdSchema }, additionalProperties: false },
