@@ -44,8 +44,11 @@ export class PersonTokenError extends Error {
 
 interface KeySet {
   jwks: ReturnType<typeof createRemoteJWKSet>;
-  fetchedAt: number;
 }
+
+/** How long a failed discovery is remembered: a provider that is down is asked again at most this
+ * often, instead of once per request that names it. */
+const FAILED_DISCOVERY_BACKOFF_MS = 5_000;
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
@@ -78,7 +81,8 @@ export function peekIssuer(token: string): { issuer: string; algorithm: string }
 }
 
 export class OrganisationOidcVerifier {
-  private readonly keySets = new Map<string, Promise<KeySet>>();
+  /** Per issuer: its metadata and key set (or the failure to get them), and until when to use it. */
+  private readonly keySets = new Map<string, { loading: Promise<KeySet>; until: number }>();
 
   constructor(private readonly options: VerifierOptions) {}
 
@@ -98,27 +102,28 @@ export class OrganisationOidcVerifier {
     });
     const jwksUri = configuration.serverMetadata().jwks_uri;
     if (!jwksUri) throw new PersonTokenError('the provider publishes no jwks_uri');
-    const jwks = createRemoteJWKSet(new URL(jwksUri), {
+    const jwksUrl = new URL(jwksUri);
+    if (jwksUrl.protocol !== 'https:' && !this.allowsInsecure(jwksUrl)) throw new PersonTokenError('the provider publishes its keys over plain http');
+    const jwks = createRemoteJWKSet(jwksUrl, {
       cooldownDuration: this.options.jwksCooldownMs,
       cacheMaxAge: this.options.jwksCacheMaxAgeMs,
       timeoutDuration: this.options.httpTimeoutMs,
     });
-    return { jwks, fetchedAt: Date.now() };
+    return { jwks };
   }
 
   private keySet(settings: IssuerSettings): Promise<KeySet> {
+    const now = Date.now();
     const cached = this.keySets.get(settings.issuer);
-    if (cached) return cached;
-    const loading = this.loadKeySet(settings);
-    this.keySets.set(settings.issuer, loading);
-    // A failed discovery is not remembered: the next request tries again.
-    loading.catch(() => this.keySets.delete(settings.issuer));
-    return loading;
-  }
-
-  /** Forget an issuer's metadata and keys (its settings changed). */
-  forget(issuer: string): void {
-    this.keySets.delete(issuer);
+    if (cached && cached.until > now) return cached.loading;
+    // The provider's metadata is read again after OIDC_JWKS_MAX_AGE_MS (a moved jwks_uri is
+    // followed); the key set itself also refetches on an unknown `kid`, within its cooldown.
+    const entry = { loading: this.loadKeySet(settings), until: now + this.options.jwksCacheMaxAgeMs };
+    this.keySets.set(settings.issuer, entry);
+    entry.loading.catch(() => {
+      entry.until = Date.now() + FAILED_DISCOVERY_BACKOFF_MS;
+    });
+    return entry.loading;
   }
 
   async verify(token: string, settings: IssuerSettings): Promise<JWTPayload & { sub: string }> {
