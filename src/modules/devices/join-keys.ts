@@ -221,7 +221,8 @@ export class JoinKeyService {
       case 'active':
         break;
     }
-    // The creator's authority is checked again at every use: a key outlives no demotion.
+    // The creator's authority is checked again at every use, at their stored role: a demotion
+    // recorded here (set-role, remove, or their next token under a role claim) ends the key's use.
     const role = await this.organisations.roleOf(record.organisationId, record.createdBy);
     if (role !== 'owner' && role !== 'admin') {
       throw invalidGrant('the person who created the join key may no longer enrol nodes');
