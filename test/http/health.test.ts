@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { connectRedis } from '../../adapters/state/redis.js';
-import { call, startPlatform, type TestPlatform } from '../support/platform.js';
+import { call, startPlatform, unreachableRedis, type TestPlatform } from '../support/platform.js';
 
 describe('health', () => {
   let platform: TestPlatform;
@@ -37,8 +36,7 @@ describe('readiness when a dependency is down', () => {
 
   it('answers 503 when Redis is configured but unreachable', async () => {
     // Port 1 on loopback: nothing listens there.
-    const redis = connectRedis('redis://127.0.0.1:1');
-    redis.on('error', () => undefined);
+    const redis = await unreachableRedis();
     const platform = await startPlatform({ redis });
     const res = await call(platform, 'get', '/readyz');
     expect(res.status).toBe(503);

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import { connectRedis } from '../../adapters/state/redis.js';
-import { call, createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
+import { call, createOrganisation, startPlatform, unreachableRedis, type TestPlatform } from '../support/platform.js';
 import { createPerson, deviceHeaders, enrolDevice } from '../support/devices.js';
 
 // Redis configured but away (nothing listens on loopback port 1): the checks that need it refuse
@@ -12,8 +11,7 @@ let host: string;
 let organisationId: string;
 
 beforeAll(async () => {
-  redis = connectRedis('redis://127.0.0.1:1');
-  redis.on('error', () => undefined);
+  redis = await unreachableRedis();
   platform = await startPlatform({ redis });
   const organisation = await createOrganisation(platform);
   organisationId = organisation.id;

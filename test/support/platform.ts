@@ -147,3 +147,22 @@ export function addressSequence(prefix: string): () => string {
     return `${prefix}.${Math.floor(count / 250)}.${(count % 250) + 1}`;
   };
 }
+
+/**
+ * A Redis client for a Redis that is away (nothing listens on loopback port 1), configured like
+ * production's but without reconnecting, so no retry timer outlives the test.
+ */
+export async function unreachableRedis() {
+  const { Redis } = await import('ioredis');
+  const redis = new Redis('redis://127.0.0.1:1', {
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    connectTimeout: 500,
+    // ioredis waits this long for a refused socket to close on disconnect: keep it short.
+    disconnectTimeout: 10,
+    retryStrategy: () => null,
+  });
+  redis.on('error', () => undefined);
+  return redis;
+}
