@@ -6,6 +6,7 @@ import {
   DeviceEntity,
   DeviceTokenEntity,
 } from '../../src/modules/devices/entities.js';
+import { DeviceCodeService } from '../../src/modules/devices/device-code.js';
 import { scopeString } from '../../src/modules/devices/scopes.js';
 import { MembershipEntity, PersonIdentityEntity, type OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { ManualClock } from '../../src/util/clock.js';
@@ -564,6 +565,29 @@ describe('DPoP-bound codes (RFC 9449)', () => {
     expect(res.status).toBe(200);
     expect(res.body.token_type).toBe('DPoP');
     expect((await platform.dataSource.getRepository(DeviceEntity).findOneByOrFail({ id: res.body.device_id })).dpopJkt).toBe(key.jkt);
+  });
+
+  it('needs a proof of the key a poll bound the tokens to before the code, presented again, can end them', async () => {
+    const key = await newKey();
+    const code = await newCode();
+    await approve(newApprover(), code.user_code);
+    const res = await poll(code.device_code, { proof: await proofBy(key) });
+    expect(res.status).toBe(200);
+    expectOAuthError(await poll(code.device_code), 'invalid_dpop_proof');
+    const url = `http://${host}/platform/v1/organisation`;
+    const token = res.body.access_token as string;
+    expect((await getOrganisation({ Authorization: `DPoP ${token}`, DPoP: await proofBy(key, { url, method: 'GET', accessToken: token }) })).status).toBe(200);
+  });
+
+  it('redeems a code once even when two polls read it before either exchanged it', async () => {
+    const code = await newCode();
+    await approve(newApprover(), code.user_code);
+    const stale = await storedAuthorization(code.device_code);
+    const service = new DeviceCodeService(platform.dataSource, clock, { deviceCodeTtlSeconds: 600, pollIntervalSeconds: INTERVAL_SECONDS }, platform.services.deviceTokens, platform.services.organisations);
+    const first = await service.poll(stale);
+    expect(first.access_token).toMatch(/^platform_at_/);
+    await expect(service.poll(stale)).rejects.toMatchObject({ code: 'invalid_grant' });
+    expect(await platform.dataSource.getRepository(DeviceEntity).countBy({ id: first.device_id })).toBe(1);
   });
 
   it('refuses an unbound code polled with a broken proof', async () => {

@@ -413,3 +413,30 @@ describe("the approver's membership", () => {
     expect(device.personId).toBe(leaver.id);
   });
 });
+
+describe('what the store keeps', () => {
+  it('erases the sealed copy of a replacement pair once its grace has passed', async () => {
+    const { device, tokens } = await enrol();
+    const first = await refresh(tokens.refresh_token);
+    expect(first.status).toBe(200);
+    const sealed = () =>
+      platform.dataSource.query('SELECT COUNT(*) AS n FROM device_tokens WHERE device_id = ? AND grace_sealed IS NOT NULL', [device.id]) as Promise<{ n: number | string }[]>;
+    expect(Number((await sealed())[0]!.n)).toBe(1);
+    clock.advance((GRACE_SECONDS + 1) * 1000);
+    expect((await refresh(first.body.refresh_token)).status).toBe(200);
+    // The first copy's grace is over (erased); the second's has just begun.
+    expect(Number((await sealed())[0]!.n)).toBe(1);
+    const rows = (await platform.dataSource.query('SELECT grace_until FROM device_tokens WHERE device_id = ? AND grace_sealed IS NOT NULL', [device.id])) as unknown[];
+    expect(rows).toHaveLength(1);
+  });
+
+  it('marks a refresh token used once, whoever read it first', async () => {
+    const { tokens } = await enrol();
+    const [row] = (await platform.dataSource.query('SELECT id FROM device_tokens WHERE token_hash = ?', [createHash('sha256').update(tokens.refresh_token).digest('hex')])) as { id: string }[];
+    const { DeviceStore } = await import('../../src/modules/devices/store.js');
+    const store = new DeviceStore(platform.dataSource);
+    expect(await store.markRefreshUsed(row!.id, clock.now(), null, null)).toBe(true);
+    expect(await store.markRefreshUsed(row!.id, clock.now(), null, null)).toBe(false);
+  });
+
+});

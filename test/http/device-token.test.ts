@@ -84,3 +84,20 @@ describe('device scopes and organisations', () => {
     expect(seen[0].last_seen_at).toBeNull();
   });
 });
+
+describe('access token lifetime', () => {
+  it('stops an access token at the end of DEVICE_ACCESS_TOKEN_TTL_SECONDS; its refresh token still works', async () => {
+    const person = await createPerson(platform, organisation.id);
+    const enrolled = await enrolDevice(platform, { organisationId: organisation.id, personId: person.id });
+    const get = (token: string) => call(platform, 'get', '/platform/v1/organisation', { host, headers: { Authorization: `Bearer ${token}` } });
+    platform.clock.advance(3600 * 1000 - 1);
+    expect((await get(enrolled.tokens.access_token)).status).toBe(200);
+    platform.clock.advance(1);
+    const expired = await get(enrolled.tokens.access_token);
+    expect(expired.status).toBe(401);
+    expect(expired.headers['www-authenticate']).toContain('error="invalid_token"');
+    const renewed = await call(platform, 'post', '/relay/v1/token', { host, body: { refresh_token: enrolled.tokens.refresh_token } });
+    expect(renewed.status).toBe(200);
+    expect((await get(renewed.body.access_token)).status).toBe(200);
+  });
+});

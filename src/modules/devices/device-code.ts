@@ -216,7 +216,9 @@ export class DeviceCodeService {
       const result = await manager
         .createQueryBuilder()
         .update(DeviceAuthorizationEntity)
-        .set({ status: 'redeemed', deviceId: device.id, lastPolledAt: now })
+        // The key the tokens were bound to goes on the record too: from now on the code, presented
+        // again, needs a proof of that key before it can end the tokens it issued.
+        .set({ status: 'redeemed', deviceId: device.id, lastPolledAt: now, dpopJkt })
         .where("id = :id AND status = 'approved'", { id: record.id })
         .execute();
       if ((result.affected ?? 0) !== 1) return undefined;

@@ -152,6 +152,17 @@ export class DeviceStore {
     return (result.affected ?? 0) === 1;
   }
 
+  /** Sealed copies of a device's replacement pairs whose grace has passed are erased: the copy
+   * exists only for the grace, never as a second way to the live pair. */
+  async eraseSpentGrace(deviceId: string, now: Date): Promise<void> {
+    await this.manager
+      .createQueryBuilder()
+      .update(DeviceTokenEntity)
+      .set({ graceSealed: null, graceUntil: null })
+      .where('device_id = :deviceId AND grace_until IS NOT NULL AND grace_until <= :now', { deviceId, now })
+      .execute();
+  }
+
   /** Every token of the device stops working, and sealed grace copies are erased. */
   async revokeTokensOfDevice(deviceId: string, at: Date): Promise<void> {
     await this.manager

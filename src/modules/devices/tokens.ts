@@ -127,7 +127,8 @@ export class DeviceTokenService {
     if (device.revokedAt || token.revokedAt) throw invalidGrant('the refresh token was revoked');
     if (token.expiresAt.getTime() <= now.getTime()) throw invalidGrant('the refresh token has expired');
     // A device acts for the person who approved it: once they have left the organisation, its
-    // access ends with its current access token (at most an hour), and it must enrol again.
+    // access ends with its current access token (DEVICE_ACCESS_TOKEN_TTL_SECONDS), and it must
+    // enrol again.
     if (!(await this.isMember(device.organisationId, device.personId))) {
       await this.store.revokeTokensOfDevice(device.id, now);
       throw invalidGrant('the person who approved this device no longer belongs to the organisation');
@@ -141,6 +142,7 @@ export class DeviceTokenService {
         const store = this.store.withManager(manager);
         if (!(await store.markRefreshUsed(token.id, now, sealed, graceUntil))) return false;
         await store.insertTokens(rows);
+        await store.eraseSpentGrace(device.id, now);
         return true;
       });
       if (won) return answer;
