@@ -1,0 +1,50 @@
+import type { Logger } from 'pino';
+import type { Principal } from './auth/principal.js';
+
+/**
+ * Administrative changes leave one `info` line each, naming who did what in which organisation,
+ * whether the change came through the API or the command line. The line carries ids and names
+ * only, never a secret (a join key's id, never the key; a policy's revision, never its text).
+ *
+ * ```json
+ * {"level":30,"audit":{"action":"join_key.created","organisationId":"org_…",
+ *  "actor":{"kind":"person","personId":"usr_…"},"target":{"joinKeyId":"jk_…"}},"msg":"audit join_key.created"}
+ * ```
+ */
+
+export type AuditAction =
+  | 'policy.published'
+  | 'policy.restored'
+  | 'join_key.created'
+  | 'join_key.revoked'
+  | 'device.revoked'
+  | 'person.removed'
+  | 'person.role_changed'
+  | (string & {});
+
+export interface AuditActor {
+  /** `cli` for the admin command line; otherwise the token kind of the request. */
+  kind: Principal['kind'] | 'cli';
+  personId?: string | undefined;
+  deviceId?: string | undefined;
+}
+
+export interface AuditEntry {
+  action: AuditAction;
+  organisationId: string;
+  actor: AuditActor;
+  /** What was changed: ids and plain values only. */
+  target?: Record<string, string | number | boolean | null>;
+}
+
+/** The actor of a request, as an audit line names it. */
+export function actorOf(principal: Principal | undefined): AuditActor {
+  if (!principal) return { kind: 'cli' };
+  return { kind: principal.kind, personId: principal.personId, deviceId: principal.deviceId };
+}
+
+export const CLI_ACTOR: AuditActor = { kind: 'cli' };
+
+export function audit(logger: Logger, entry: AuditEntry): void {
+  logger.info({ audit: entry }, `audit ${entry.action}`);
+}
