@@ -5,12 +5,13 @@ import { projectRules } from './project.js';
 import { deviceRules } from './device.js';
 import { policyRules } from './policy.js';
 import { activityRules } from './activity.js';
+import { cloudAgentRules } from './cloud-agent.js';
 import type { Action, Actor, AppAbility } from './subjects.js';
 
 export type { Action, Actor, AppAbility } from './subjects.js';
 
 /** Every subject's rules, in one list; a new subject adds its file here. */
-const RULES = [organisationRules, projectRules, deviceRules, policyRules, activityRules];
+const RULES = [organisationRules, projectRules, deviceRules, policyRules, activityRules, cloudAgentRules];
 
 const abilities = new Map<string, AppAbility>();
 
@@ -21,7 +22,7 @@ const abilities = new Map<string, AppAbility>();
  */
 export function defineAbilityFor(actor: Actor): AppAbility {
   const projects = [...actor.projectRoles].sort(([a], [b]) => (a < b ? -1 : 1)).map(([id, role]) => `${id}=${role}`).join(',');
-  const key = `${actor.kind}|${actor.organisationId}|${actor.personId ?? ''}|${actor.role ?? ''}|${projects}`;
+  const key = `${actor.kind}|${actor.organisationId}|${actor.personId ?? ''}|${actor.role ?? ''}|${actor.deviceId ?? ''}|${actor.deviceKind ?? ''}|${actor.runId ?? ''}|${projects}`;
   const known = abilities.get(key);
   if (known) return known;
   const builder = new AbilityBuilder<AppAbility>(createMongoAbility);

@@ -5,7 +5,7 @@ import type { OrganisationRole, ProjectRole, TokenKind } from '../src/auth/princ
  * The subjects and actions the rules speak of. A subject is a plain record tagged with its type
  * (`subject('Project', row)`), and conditions compare its fields with the caller's.
  */
-export type Action = 'read' | 'create' | 'update' | 'delete' | 'manage-members' | 'approve';
+export type Action = 'read' | 'create' | 'update' | 'delete' | 'manage-members' | 'approve' | 'relay';
 
 export interface OrganisationSubject {
   id: string;
@@ -15,7 +15,7 @@ export interface ProjectSubject {
   organisationId: string;
 }
 
-export type Subjects = 'Organisation' | 'Project' | 'ProjectMember' | 'Device' | 'DeviceRequest' | 'JoinKey' | 'Policy' | 'Activity' | 'all';
+export type Subjects = 'Organisation' | 'Project' | 'ProjectMember' | 'Device' | 'DeviceRequest' | 'JoinKey' | 'Policy' | 'Activity' | 'CloudAgentRun' | 'all';
 
 export type AppAbility = MongoAbility<[Action, Subjects | ({ __caslSubjectType__?: string } & object)]>;
 
@@ -27,4 +27,9 @@ export interface Actor {
   role: OrganisationRole | undefined;
   /** The caller's role in each project they belong to, by project id. */
   projectRoles: ReadonlyMap<string, ProjectRole>;
+  /** Devices: which device calls, and whether it is a workbench or a node. */
+  deviceId?: string | undefined;
+  deviceKind?: 'workbench' | 'node' | undefined;
+  /** Run credentials: the run the credential reaches. */
+  runId?: string | undefined;
 }

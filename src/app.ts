@@ -41,6 +41,19 @@ import { IngestReader } from './modules/ingest/read.js';
 import { ingestRoutes } from './modules/ingest/routes.js';
 import { IngestService } from './modules/ingest/service.js';
 import type { Clock } from './util/clock.js';
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { RunCredentialResolver } from './auth/run-credential.js';
+import { CloudAgentService } from './modules/cloud-agents/service.js';
+import { cloudAgentRoutes } from './modules/cloud-agents/routes.js';
+import { mcpRoutes } from './modules/cloud-agents/mcp.js';
+import { trustedOriginOf } from './modules/cloud-agents/origin.js';
+import { RelayHub } from './modules/relay/channel.js';
+import { relayRoutes, RelayUpgrades } from './modules/relay/routes.js';
+import { DatabaseSigningKeyStore, MemorySigningKeyStore, SigningKeys } from './modules/relay/signing-keys.js';
+import { MemoryRelayRouting } from '../adapters/state/memory-relay-routing.js';
+import { RedisRelayRouting } from '../adapters/state/redis-relay-routing.js';
 
 export interface AppDependencies {
   config: Config;
@@ -60,7 +73,17 @@ export interface Platform {
     dpop: DpopVerifier;
     deviceTokens: DeviceTokenService;
     projects: ProjectService;
+    policies: PolicyService;
+    cloudAgents: CloudAgentService;
+    signingKeys: SigningKeys;
+    relay: RelayHub;
   };
+  /** The HTTP server's `upgrade` listener: WebSocket upgrades (the control channel) go through the app. */
+  upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+  /** Starts what runs beside requests (relay heartbeats and routing; the first signing key). */
+  start(): Promise<void>;
+  /** Closes the control channels (1001) and stops the relay. */
+  stop(): Promise<void>;
 }
 
 /** The composition root: every part of the service is made and wired here, and only here. */
@@ -77,10 +100,41 @@ export function buildApp(deps: AppDependencies): Platform {
   const deviceStore = new DeviceStore(dataSource);
   const joinKeys = new JoinKeyService(dataSource, clock, deviceTokens, organisations);
   const deviceCodes = new DeviceCodeService(dataSource, clock, config.devices, deviceTokens, organisations);
+  const projects = new ProjectService(dataSource, clock);
+  const policies = new PolicyService(dataSource, clock, logger, projects);
+  const cloudAgents = new CloudAgentService({
+    dataSource,
+    clock,
+    logger,
+    projects,
+    policies,
+    credentialMaxTtlSeconds: config.cloudAgents.credentialMaxTtlSeconds,
+  });
   const resolvers: TokenResolver[] = [
     new DeviceTokenResolver(deviceTokens, dpop, organisations, clock, (id, at) => deviceStore.touch(id, at)),
+    new RunCredentialResolver(cloudAgents, organisations),
   ];
   if (config.deployment === 'self-hosted') resolvers.push(new PersonTokenResolver(verifier, organisations));
+
+  // Signing keys: in the database, sealed with SIGNING_KEYS_SECRET, shared by every replica;
+  // without the secret, in this process (one replica).
+  const signingKeys = new SigningKeys(
+    config.signingKeys.secret ? new DatabaseSigningKeyStore(dataSource) : new MemorySigningKeyStore(),
+    clock,
+    { secret: config.signingKeys.secret ?? randomBytes(32), rotationSeconds: config.signingKeys.rotationSeconds, assertionTtlSeconds: config.relay.assertionTtlSeconds },
+    logger,
+  );
+  const routing = deps.redis
+    ? new RedisRelayRouting(deps.redis, { presenceTtlMs: config.relay.heartbeatMs * 3, logger })
+    : new MemoryRelayRouting();
+  const relay = new RelayHub(routing, {
+    heartbeatMs: config.relay.heartbeatMs,
+    callTimeoutMs: config.relay.callTimeoutMs,
+    logger,
+    stillValid: async (owner) => (await deviceTokens.resolveAccessToken(owner.accessToken))?.device.id === owner.deviceId,
+  });
+  const upgrades = new RelayUpgrades();
+  const originOf = (req: express.Request) => trustedOriginOf(req, config.baseUrl);
 
   const probes: ReadinessProbe[] = [databaseProbe(dataSource)];
   const redis = deps.redis;
@@ -93,13 +147,32 @@ export function buildApp(deps: AppDependencies): Platform {
     },
   });
 
+  probes.push({
+    name: 'relay',
+    check: async () => {
+      if (routing.kind === 'in process') return 'not configured';
+      if (!routing.healthy()) throw new Error('the relay is not subscribed to Redis');
+      return 'ok';
+    },
+  });
+
   const registry = new RouteRegistry();
   registry.add(...healthRoutes(probes), ...discoveryRoutes(config), ...organisationRoutes());
-  const projects = new ProjectService(dataSource, clock);
-  registry.add(...policyRoutes(new PolicyService(dataSource, clock, logger, projects)));
+  registry.add(...policyRoutes(policies));
   registry.add(...ingestRoutes(new IngestService(dataSource, clock, projects), new IngestReader(dataSource), config.ingest));
   registry.add(...joinRoutes({ joinKeys, dpop }), ...tokenRoutes({ tokens: deviceTokens, dpop }), ...deviceAdminRoutes({ joinKeys, devices: deviceStore, tokens: deviceTokens }));
   registry.add(...deviceCodeRoutes({ deviceCodes, dpop, config }), ...approvalRoutes(deviceCodes));
+  registry.add(...cloudAgentRoutes(cloudAgents, (req, runId) => `${originOf(req)}/cloud-agents/v1/runs/${runId}/mcp`));
+  registry.add(
+    ...mcpRoutes({
+      hub: relay,
+      keys: signingKeys,
+      originOf,
+      maxBytes: config.cloudAgents.mcpMaxBytes,
+      requestsPerMinute: config.cloudAgents.mcpRequestsPerMinute,
+    }),
+  );
+  registry.add(...relayRoutes({ hub: relay, upgrades, keys: signingKeys }));
   registry.add(
     defineRoute({
       method: 'get',
@@ -150,6 +223,7 @@ export function buildApp(deps: AppDependencies): Platform {
       // Bodies are read in each route's chain, after its limits and its authentication. RFC 8628
       // clients post small forms to the token endpoints, the routes that declare forms.
       bodyParsers: (route, limit) => {
+        if (route.rawBody) return [express.raw({ type: () => true, limit })];
         const parsers: RequestHandler[] = [express.json({ limit, strict: true })];
         if (route.mediaTypes?.includes('application/x-www-form-urlencoded')) {
           parsers.push(express.urlencoded({ extended: false, limit: Math.min(limit, 64 * 1024), parameterLimit: 100 }));
@@ -180,6 +254,18 @@ export function buildApp(deps: AppDependencies): Platform {
   );
   app.use(notFoundHandler());
   app.use(errorHandler(logger));
+  upgrades.attach(app);
 
-  return { app, registry, openapi, services: { organisations, verifier, dpop, deviceTokens, projects } };
+  return {
+    app,
+    registry,
+    openapi,
+    services: { organisations, verifier, dpop, deviceTokens, projects, policies, cloudAgents, signingKeys, relay },
+    upgrade: upgrades.handle,
+    start: async () => {
+      await signingKeys.ready();
+      await relay.start();
+    },
+    stop: () => relay.stop(),
+  };
 }

@@ -36,10 +36,16 @@ async function main(): Promise<void> {
     logger.info('REDIS_URL not set: rate limits and replay caches are kept in this process (one replica only)');
   }
 
+  if (redis && !config.signingKeys.secret) {
+    logger.warn('REDIS_URL is set but SIGNING_KEYS_SECRET is not: relay assertions are signed with keys of this process only, which other replicas do not publish; set the same SIGNING_KEYS_SECRET on every replica');
+  }
+
   const platform = buildApp({ config, dataSource, clock: systemClock, logger, redis });
   await bootstrapLocalhost(config, platform.services.organisations, (line) => process.stdout.write(`${line}\n`));
+  await platform.start();
 
   const server = createServer(platform.app);
+  server.on('upgrade', platform.upgrade);
   server.headersTimeout = 20_000;
   server.requestTimeout = 30_000;
   server.listen(config.port, config.host, () => {
@@ -53,6 +59,8 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
+    // Control channels are told to go (1001): their workbenches reconnect to another replica.
+    void platform.stop().catch(() => undefined);
     server.close(async () => {
       await dataSource.destroy().catch(() => undefined);
       redis?.disconnect();

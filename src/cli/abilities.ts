@@ -14,8 +14,8 @@ import { ORGANISATION_ROLES, PROJECT_ROLES, type OrganisationRole, type ProjectR
 
 // Every action and subject the policy types name. Adding one to policies/subjects.ts fails the
 // build here until it is listed, so the matrix always covers the whole vocabulary.
-export const ACTIONS = ['read', 'create', 'update', 'delete', 'manage-members', 'approve'] as const satisfies readonly Action[];
-export const SUBJECTS = ['Organisation', 'Project', 'ProjectMember', 'Device', 'DeviceRequest', 'JoinKey', 'Policy', 'Activity'] as const satisfies readonly Exclude<Subjects, 'all'>[];
+export const ACTIONS = ['read', 'create', 'update', 'delete', 'manage-members', 'approve', 'relay'] as const satisfies readonly Action[];
+export const SUBJECTS = ['Organisation', 'Project', 'ProjectMember', 'Device', 'DeviceRequest', 'JoinKey', 'Policy', 'Activity', 'CloudAgentRun'] as const satisfies readonly Exclude<Subjects, 'all'>[];
 const KINDS = ['person', 'cloud-session', 'device', 'run-credential'] as const satisfies readonly TokenKind[];
 type Missing<All, Listed> = [Exclude<All, Listed>] extends [never] ? true : never;
 const everyActionListed: Missing<Action, (typeof ACTIONS)[number]> = true;
@@ -29,6 +29,10 @@ const CALLER = 'usr_caller';
 const SOMEONE_ELSE = 'usr_someone';
 const THEIR_PROJECT = 'prj_theirs';
 const OTHER_PROJECT = 'prj_other';
+const CALLING_DEVICE = 'dev_caller';
+const OTHER_DEVICE = 'dev_other';
+const THEIR_RUN = 'run_theirs';
+const OTHER_RUN = 'run_other';
 
 export interface MatrixColumn {
   key: string;
@@ -59,8 +63,12 @@ export interface AbilityMatrix {
   grantedToNobody: { subject: string; action: Action }[];
 }
 
-function actor(kind: TokenKind, role: OrganisationRole | undefined, projectRoles: [string, ProjectRole][] = []): Actor {
-  return { kind, organisationId: OWN_ORGANISATION, personId: CALLER, role, projectRoles: new Map(projectRoles) };
+function actor(kind: TokenKind, role: OrganisationRole | undefined, projectRoles: [string, ProjectRole][] = [], deviceKind: 'workbench' | 'node' = 'workbench'): Actor {
+  const base: Actor = { kind, organisationId: OWN_ORGANISATION, personId: CALLER, role, projectRoles: new Map(projectRoles) };
+  if (kind === 'device') return { ...base, deviceId: CALLING_DEVICE, deviceKind };
+  // A run credential acts for the run's device and person.
+  if (kind === 'run-credential') return { ...base, deviceId: CALLING_DEVICE, runId: THEIR_RUN };
+  return base;
 }
 
 /** The callers the matrix asks about, one column each. */
@@ -75,6 +83,8 @@ export function matrixColumns(): MatrixColumn[] {
     }
     for (const role of ORGANISATION_ROLES) columns.push({ key: `${kind}:${role}`, label: `${kindLabels[kind]} ${role}`, actor: actor(kind, role) });
   }
+  // The device columns above are workbenches; a node approved by an owner shows what nodes get.
+  columns.push({ key: 'node:owner', label: 'node of owner', actor: actor('device', 'owner', [], 'node') });
   for (const role of PROJECT_ROLES) {
     columns.push({ key: `project:${role}`, label: `project ${role}`, actor: actor('person', 'member', [[THEIR_PROJECT, role]]) });
   }
@@ -113,6 +123,13 @@ function samples(subject: string): Sample[] {
         { label: 'nodes', foreign: false, record: { organisationId: OWN_ORGANISATION, kind: 'node' } },
         { label: 'a workbench elsewhere', foreign: true, record: { organisationId: OTHER_ORGANISATION, kind: 'workbench' } },
         { label: 'a node elsewhere', foreign: true, record: { organisationId: OTHER_ORGANISATION, kind: 'node' } },
+      ];
+    case 'CloudAgentRun':
+      return [
+        { label: 'its own runs', foreign: false, record: { id: THEIR_RUN, organisationId: OWN_ORGANISATION, deviceId: CALLING_DEVICE } },
+        { label: "other devices' runs", foreign: false, record: { id: OTHER_RUN, organisationId: OWN_ORGANISATION, deviceId: OTHER_DEVICE } },
+        { label: 'its run id elsewhere', foreign: true, record: { id: THEIR_RUN, organisationId: OTHER_ORGANISATION, deviceId: CALLING_DEVICE } },
+        { label: 'a run elsewhere', foreign: true, record: { id: OTHER_RUN, organisationId: OTHER_ORGANISATION, deviceId: OTHER_DEVICE } },
       ];
     case 'Policy':
       return [
@@ -206,7 +223,8 @@ export function renderAbilityMatrix(matrix: AbilityMatrix): string {
     '',
     'Columns: *person* holds a person token of the organisation\'s identity provider (self-hosted); *cloud session* a',
     "person's Cloud session; *device of* a device token approved by a person with that organisation role;",
-    "*run credential* a cloud agent run's credential; *project …* an organisation member holding that role in one",
+    'the *device of* columns are workbenches, *node of owner* is a node approved by an owner; "its own runs" are the runs',
+    "the device registered (for a run credential: its one run); *run credential* a cloud agent run's credential; *project …* an organisation member holding that role in one",
     'project ("their projects" is that one).',
   ];
   const bySubject = new Map<string, string[]>();

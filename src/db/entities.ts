@@ -11,6 +11,8 @@ import { WebSessionEntity } from '../modules/devices/page-session.js';
 import { PolicyRevisionEntity } from '../modules/policy/entities.js';
 
 import { ingestEntities } from '../modules/ingest/entities.js';
+import { cloudAgentEntities } from '../modules/cloud-agents/entities.js';
+import { SigningKeyEntity } from '../modules/relay/entities.js';
 
 /** Every entity of the service; a module adds its own here. */
 export const ENTITIES = [
@@ -27,9 +29,10 @@ export const ENTITIES = [
   JoinKeyEntity,
   WebSessionEntity,
   PolicyRevisionEntity,
+  SigningKeyEntity,
 ];
 
 /** The entities of a dialect: the fixed list plus those whose column types differ by dialect. */
 export function entitiesFor(dialect: 'sqlite' | 'mysql') {
-  return [...ENTITIES, ...ingestEntities(dialect)];
+  return [...ENTITIES, ...ingestEntities(dialect), ...cloudAgentEntities(dialect)];
 }

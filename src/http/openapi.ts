@@ -150,7 +150,12 @@ function operation(route: RouteDefinition, deployment: 'cloud' | 'self-hosted'):
   };
   if (route.description) op.description = route.description;
   if (parameters.length) op.parameters = parameters;
-  if (route.schemas.body) {
+  if (route.rawBody) {
+    op.requestBody = {
+      required: true,
+      content: Object.fromEntries((route.mediaTypes ?? ['application/json']).map((type) => [type, { schema: schemaRef(route.rawBody!.schema) }])),
+    };
+  } else if (route.schemas.body) {
     op.requestBody = {
       required: true,
       content: Object.fromEntries((route.mediaTypes ?? ['application/json']).map((type) => [type, { schema: schemaRef(route.schemas.body as Schema) }])),

@@ -14,7 +14,9 @@ import { ApiError, temporarilyUnavailable } from './errors.js';
 export interface RateLimitRule {
   /** Names the counter (and its Redis key prefix); one counter per rule, shared by its routes. */
   name: string;
-  by: 'address' | 'person';
+  /** `address`: before tenancy and authentication; `person` and `run` (a run credential's run):
+   * right after authentication. */
+  by: 'address' | 'person' | 'run';
   limit: number;
   windowMs: number;
 }
@@ -61,8 +63,12 @@ export class RateLimits {
           ...(store ? { store } : {}),
           // An unreachable Redis must not lift the limits.
           passOnStoreError: false,
-          keyGenerator: (req: Request) =>
-            rule.by === 'person' ? `person:${req.context.principal?.personId ?? req.context.principal?.deviceId ?? 'none'}` : `ip:${ipKeyGenerator(req.ip ?? '')}`,
+          keyGenerator: (req: Request) => {
+            const principal = req.context.principal;
+            if (rule.by === 'person') return `person:${principal?.personId ?? principal?.deviceId ?? 'none'}`;
+            if (rule.by === 'run') return `run:${principal?.runId ?? 'none'}`;
+            return `ip:${ipKeyGenerator(req.ip ?? '')}`;
+          },
           handler: (_req: Request, _res: Response, next: NextFunction) => next(tooManyRequests(Math.ceil(rule.windowMs / 1000))),
         })
       : (_req: Request, _res: Response, next: NextFunction) => next();

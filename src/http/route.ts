@@ -88,6 +88,10 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
   precheck?: (body: unknown) => void;
   /** Media types accepted for a body; JSON unless stated. */
   mediaTypes?: readonly string[];
+  /** The handler reads the body itself: `req.body` is the raw bytes (a Buffer, within the body
+   * limit, decompressed), never parsed or schema-checked here. `schema` documents it. For
+   * protocols whose errors about the body have a shape of their own (JSON-RPC on MCP). */
+  rawBody?: { schema: Schema };
   headers?: Record<string, HeaderSpec>;
   schemas: S;
   responses: Record<number, ResponseSpec>;
@@ -176,7 +180,7 @@ export class RouteRegistry {
       for (const rule of limits.filter((r) => r.by === 'address')) chain.push(layers.rateLimit(rule));
       if (route.tenant) chain.push(layers.tenancy);
       if (route.auth !== 'public') chain.push(layers.authenticate(route));
-      for (const rule of limits.filter((r) => r.by === 'person')) chain.push(layers.rateLimit(rule));
+      for (const rule of limits.filter((r) => r.by !== 'address')) chain.push(layers.rateLimit(rule));
       chain.push(...layers.bodyParsers(route, bodyLimit));
       chain.push(this.handle(route));
       router[route.method](expressPath(route.path), ...chain);
@@ -191,10 +195,10 @@ export class RouteRegistry {
     return async (req: Request, res: Response, next: NextFunction) => {
       try {
         if (hasBody(req) && !req.is(mediaTypes as string[])) throw unsupportedMediaType(mediaTypes);
-        if (!route.schemas.body && hasBody(req) && req.body !== undefined && Object.keys(req.body as object).length > 0) {
+        if (!route.rawBody && !route.schemas.body && hasBody(req) && req.body !== undefined && Object.keys(req.body as object).length > 0) {
           throw invalidRequest('this operation takes no request body');
         }
-        if (route.precheck && req.body !== undefined) route.precheck(req.body);
+        if (route.precheck && !route.rawBody && req.body !== undefined) route.precheck(req.body);
         const input = {
           params: params ? params({ ...req.params }) : undefined,
           query: query ? query({ ...(req.query as object) }) : undefined,

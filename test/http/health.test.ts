@@ -19,7 +19,7 @@ describe('health', () => {
   it('is ready when the database answers, and says Redis is not configured', async () => {
     const res = await call(platform, 'get', '/readyz');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 'ready', checks: { database: 'ok', redis: 'not configured' } });
+    expect(res.body).toEqual({ status: 'ready', checks: { database: 'ok', redis: 'not configured', relay: 'not configured' } });
   });
 });
 

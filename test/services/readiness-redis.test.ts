@@ -19,6 +19,6 @@ describe('readiness with a real Redis', () => {
   it('reports the database and Redis as ok', async () => {
     const res = await call(platform, 'get', '/readyz');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 'ready', checks: { database: 'ok', redis: 'ok' } });
+    expect(res.body).toEqual({ status: 'ready', checks: { database: 'ok', redis: 'ok', relay: 'ok' } });
   });
 });

@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import request, { type Response } from 'supertest';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -53,6 +55,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<TestPla
   });
   const clock = options.clock ?? new ManualClock(Date.now());
   const platform = buildApp({ config, dataSource, clock, logger: createLogger(config.logLevel, sink), redis: options.redis });
+  await platform.start();
   return {
     ...platform,
     config,
@@ -61,9 +64,28 @@ export async function startPlatform(options: StartOptions = {}): Promise<TestPla
     database,
     logs,
     close: async () => {
+      await platform.stop();
       await dataSource.destroy();
       await database.drop();
     },
+  };
+}
+
+/** The platform on a real loopback port (ephemeral), WebSocket upgrades included, as main.ts serves it. */
+export async function listen(platform: Platform): Promise<{ origin: string; port: number; server: Server; close(): Promise<void> }> {
+  const server = createServer(platform.app);
+  server.on('upgrade', platform.upgrade);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    port,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
