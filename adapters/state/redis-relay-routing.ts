@@ -116,10 +116,8 @@ export class RedisRelayRouting implements RelayRouting {
   }
 
   async stop(): Promise<void> {
-    for (const [id, settle] of this.pending) {
-      this.pending.delete(id);
-      settle({ ok: false, reason: 'unavailable', message: 'this replica is shutting down' });
-    }
+    // Each settle removes its own entry.
+    for (const settle of [...this.pending.values()]) settle({ ok: false, reason: 'unavailable', message: 'this replica is shutting down' });
     this.subscriber.disconnect();
   }
 

@@ -140,8 +140,8 @@ export class RelayHub implements LocalDelivery {
       this.connections.delete(deviceId);
       this.routing.release(deviceId, connection.id).catch(() => undefined);
     }
-    for (const [id, call] of connection.pending) {
-      connection.pending.delete(id);
+    // Each settle removes its own entry.
+    for (const call of [...connection.pending.values()]) {
       call.settle({ ok: false, reason: 'disconnected', message: 'the workbench disconnected before it answered' });
     }
     this.options.logger.info({ deviceId, connectionId: connection.id, code }, 'relay channel closed');
