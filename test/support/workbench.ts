@@ -64,7 +64,8 @@ export class TestWorkbench {
 
   private constructor(
     readonly socket: WebSocket,
-    private readonly origin: string,
+    /** The `iss` every assertion must carry: the origin of the MCP endpoint the agent called. */
+    private readonly issuer: string,
     private readonly device: EnrolledDevice,
     private readonly clock: Clock,
     private readonly jwks: ReturnType<typeof createRemoteJWKSet>,
@@ -74,12 +75,17 @@ export class TestWorkbench {
   }
 
   /** Opens the control channel at `origin` (the platform listening on loopback) as `device`. */
-  static async connect(origin: string, device: EnrolledDevice, clock: Clock, options: { autoPong?: boolean; headers?: Record<string, string> } = {}): Promise<TestWorkbench> {
+  static async connect(
+    origin: string,
+    device: EnrolledDevice,
+    clock: Clock,
+    options: { autoPong?: boolean; headers?: Record<string, string>; issuer?: string } = {},
+  ): Promise<TestWorkbench> {
     const url = `${origin}/relay/v1/connect`;
     const headers = options.headers ?? (await deviceHeaders(device, 'GET', url));
     const socket = new WebSocket(url.replace(/^http/, 'ws'), { headers, autoPong: options.autoPong ?? true });
     const jwks = createRemoteJWKSet(new URL(`${origin}/.well-known/jwks.json`), { cooldownDuration: 0 });
-    const workbench = new TestWorkbench(socket, origin, device, clock, jwks);
+    const workbench = new TestWorkbench(socket, options.issuer ?? origin, device, clock, jwks);
     await new Promise<void>((resolve, reject) => {
       socket.once('open', () => resolve());
       socket.once('unexpected-response', (_req, res) => reject(new Error(`refused with ${res.statusCode}`)));
@@ -136,7 +142,7 @@ export class TestWorkbench {
     const { runId, assertion, message } = frame.params;
     try {
       const { payload, protectedHeader } = await jwtVerify(assertion, this.jwks, {
-        issuer: this.origin,
+        issuer: this.issuer,
         audience: this.device.device.id,
         algorithms: ['ES256'],
         typ: 'platform-relay+jwt',
