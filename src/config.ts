@@ -265,7 +265,7 @@ export function loadConfig(env: Env = process.env): Config {
     cloudAgents: {
       credentialMaxTtlSeconds: integer(env, 'RUN_CREDENTIAL_MAX_TTL_SECONDS', 4 * 3600, 60, 4 * 3600),
       mcpMaxBytes: byteSize(env, 'MCP_MAX_BYTES', 1024 * 1024),
-      mcpRequestsPerMinute: integer(env, 'MCP_REQUESTS_PER_MINUTE', 300, 1, 100_000),
+      mcpRequestsPerMinute: integer(env, 'MCP_REQUESTS_PER_MINUTE', 300, 1, 10_000_000),
     },
     relay: {
       callTimeoutMs: integer(env, 'RELAY_CALL_TIMEOUT_MS', 30_000, 100, 600_000),
