@@ -39,4 +39,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
       name: {{ .Values.redis.existingSecret }}
       key: REDIS_URL
 {{- end }}
+{{- if .Values.signingKeys.existingSecret }}
+- name: SIGNING_KEYS_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.signingKeys.existingSecret }}
+      key: SIGNING_KEYS_SECRET
+{{- end }}
 {{- end -}}
