@@ -198,8 +198,9 @@ export class SigningKeys {
     if (!newest) {
       await this.create(1, now);
     } else if (!this.current()) {
-      // Nothing this replica can sign with (the secret changed): a new key, signing at once.
-      this.logger.error({ kid: newest.record.kid }, 'no signing key can be opened with SIGNING_KEYS_SECRET (do all replicas share it?); making a new one');
+      // Nothing this replica can sign with (the current key was deleted, or the secret changed):
+      // a new key, signing at once.
+      this.logger.error({ kid: newest.record.kid }, 'no signing key can sign now (none is active, or none opens with SIGNING_KEYS_SECRET: do all replicas share it?); making a new one');
       await this.create(newest.record.generation + 1, now);
     } else if (now >= newest.record.activatesAt.getTime() + rotationMs - PREPUBLISH_SECONDS * 1000) {
       const activatesAt = Math.max(newest.record.activatesAt.getTime() + rotationMs, now + PREPUBLISH_SECONDS * 1000);
