@@ -8,11 +8,10 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createDataSource } from '../../src/db/data-source.js';
 import { createLogger } from '../../src/logger.js';
-import { DeviceEntity, type DeviceRecord } from '../../src/modules/devices/entities.js';
-import { scopeString } from '../../src/modules/devices/scopes.js';
 import { MembershipEntity, PersonEntity } from '../../src/modules/organisation/entities.js';
 import { systemClock } from '../../src/util/clock.js';
 import { newId } from '../../src/util/ids.js';
+import { enrol } from './fixtures.js';
 import { createMariadbDatabase } from './ingest.js';
 import { freePort, startChild, type ChildServer } from './servers.js';
 
@@ -85,27 +84,10 @@ async function seed(env: Record<string, string>): Promise<SeededRelay> {
     await dataSource.manager.insert(PersonEntity, person);
     await dataSource.manager.insert(MembershipEntity, { organisationId: organisation.id, personId: person.id, role: 'member', createdAt: systemClock.now() });
     const project = await platform.services.projects.create(organisation.id, { name: 'Relay bench' });
-    const device: DeviceRecord = {
-      id: newId('dev'),
-      organisationId: organisation.id,
-      personId: person.id,
-      name: 'Relay bench workbench',
-      kind: 'workbench',
-      workspaceId: 'ws-relay-bench',
-      nodeId: null,
-      enrolledVia: 'device_code',
-      joinKeyId: null,
-      dpopJkt: null,
-      scope: scopeString('workbench'),
-      createdAt: systemClock.now(),
-      lastSeenAt: null,
-      revokedAt: null,
-    };
-    const tokens = await dataSource.transaction(async (manager) => {
-      await manager.insert(DeviceEntity, device);
-      return platform.services.deviceTokens.issue(manager, device);
-    });
-    return { accessToken: tokens.access_token, projectId: project.id };
+    const device = await dataSource.transaction((manager) =>
+      enrol(manager, platform, { organisationId: organisation.id, personId: person.id, name: 'Relay bench workbench', workspaceId: 'ws-relay-bench', dpopJkt: null }),
+    );
+    return { accessToken: device.accessToken, projectId: project.id };
   } finally {
     await dataSource.destroy();
   }

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../bench/servers.js';
 
 /**
  * The real service as production starts it (src/main.ts: configuration from the environment,
@@ -19,17 +19,6 @@ export interface ServiceProcess {
   stop(): Promise<void>;
   /** SIGKILL and wait: a replica that dies. */
   kill(): Promise<void>;
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 export async function startService(env: Record<string, string>, timeoutMs = 30_000): Promise<ServiceProcess> {

@@ -56,6 +56,10 @@ export function cloudAgentRoutes(runs: CloudAgentService, mcpUrlOf: (req: Reques
       forbids: true,
       responses: {
         201: { description: 'Registered.', schema: registeredRunSchema },
+        403: {
+          description: '`insufficient_scope` (a node, or a token without `cloud-agents:write`), `workbench_required` (a node), `started_by_mismatch`, `cloud_agents_disabled`.',
+          schema: errorBodySchema,
+        },
         409: { description: '`max_concurrent_runs`: the person already has as many runs going as the policy allows (`maxConcurrent` in the body).', schema: errorBodySchema },
       },
       handler: async ({ body, principal, req }) => {

@@ -5,19 +5,8 @@ import {
   type CloudAgentRunRecord,
 } from './entities.js';
 
-type Dialect = 'sqlite' | 'mysql';
-
-/** A datetime as a raw query returns it: a Date from MySQL, UTC text from SQLite. */
-function storedDate(value: unknown): Date | null {
-  if (value === null || value === undefined) return null;
-  if (value instanceof Date) return value;
-  return new Date(`${String(value).replace(' ', 'T')}Z`);
-}
-
-/** How a timestamp is bound in a raw query: better-sqlite3 binds no Date; TypeORM keeps UTC text there. */
-function sqlTime(dialect: Dialect, date: Date): Date | string {
-  return dialect === 'sqlite' ? date.toISOString().replace('T', ' ').replace('Z', '') : date;
-}
+import { storedDate } from '../devices/store.js';
+import { sqlTime, type Dialect } from '../ingest/store.js';
 
 export interface CredentialHolder {
   run: Pick<CloudAgentRunRecord, 'id' | 'organisationId' | 'deviceId' | 'personId' | 'expiresAt' | 'endedAt'>;
