@@ -162,7 +162,7 @@ export function buildApp(deps: AppDependencies): Platform {
   registry.add(...ingestRoutes(new IngestService(dataSource, clock, projects), new IngestReader(dataSource), config.ingest));
   registry.add(...joinRoutes({ joinKeys, dpop }), ...tokenRoutes({ tokens: deviceTokens, dpop }), ...deviceAdminRoutes({ joinKeys, devices: deviceStore, tokens: deviceTokens }));
   registry.add(...deviceCodeRoutes({ deviceCodes, dpop, config }), ...approvalRoutes(deviceCodes));
-  registry.add(...cloudAgentRoutes(cloudAgents, (req, runId) => `${originOf(req)}/cloud-agents/v1/runs/${runId}/mcp`));
+  registry.add(...cloudAgentRoutes(cloudAgents, originOf));
   registry.add(
     ...mcpRoutes({
       hub: relay,

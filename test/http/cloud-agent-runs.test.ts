@@ -214,6 +214,30 @@ describe('POST /cloud-agents/v1/runs', () => {
     expect(res.body).toMatchObject({ error: 'invalid_request', field });
   });
 
+  it('builds the MCP URL from the one trusted origin: PLATFORM_BASE_URL on Cloud, never the Host header', async () => {
+    const cloud = await startPlatform({ env: { PLATFORM_DEPLOYMENT: 'cloud', PLATFORM_BASE_URL: 'https://api.platform.test' } });
+    try {
+      const id = (await createOrganisation(cloud)).id;
+      const person = await createPerson(cloud, id);
+      const device = await enrolDevice(cloud, { organisationId: id, personId: person.id });
+      const project = (await cloud.services.projects.create(id, { name: 'p' })).id;
+      const res = await call(cloud, 'post', '/cloud-agents/v1/runs', { host: 'evil.example', headers: headers(device), body: { provider: 'codex', projectId: project, workspaceId: 'w', tools: ['t'] } });
+      expect(res.status).toBe(201);
+      expect(res.body.mcp.url).toBe(`https://api.platform.test/cloud-agents/v1/runs/${res.body.runId}/mcp`);
+    } finally {
+      await cloud.close();
+    }
+  });
+
+  it('refuses a Host whose port is not a port (self-hosted), before anything is stored', async () => {
+    const before = await platform.dataSource.getRepository(CloudAgentRunEntity).count();
+    const res = await register(workbench, full(), `${host}:99999`);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('invalid_request');
+    expect(JSON.stringify(res.body)).not.toContain('99999');
+    expect(await platform.dataSource.getRepository(CloudAgentRunEntity).count()).toBe(before);
+  });
+
   it('refuses a request without a device token (401), and a run credential (401)', async () => {
     const anonymous = await call(platform, 'post', '/cloud-agents/v1/runs', { host, body: full() });
     expect(anonymous.status).toBe(401);

@@ -189,6 +189,8 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
     if (!ability.can('relay', subject('CloudAgentRun', { id: runId, organisationId: principal.organisationId }) as never)) {
       throw notFound('no such run');
     }
+    // The assertions' issuer: the one trusted origin (a Host that cannot name one is refused here).
+    const iss = deps.originOf(req);
     if (!acceptsJson(req.headers.accept)) {
       return { status: 406, body: rpcError(null, -32000, 'Not Acceptable: this endpoint answers application/json') };
     }
@@ -216,7 +218,6 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
       const only = classified[0] as Extract<Classified, { kind: 'invalid' }>;
       return { status: 400, body: rpcError(only.id, -32600, `Invalid Request: ${only.why}`) };
     }
-    const iss = deps.originOf(req);
     const answers = await Promise.all(
       classified.map(async (entry): Promise<{ response?: Record<string, unknown>; undelivered?: Record<string, unknown> }> => {
         if (entry.kind === 'invalid') return { response: rpcError(entry.id, -32600, `Invalid Request: ${entry.why}`) };

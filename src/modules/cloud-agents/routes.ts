@@ -41,7 +41,8 @@ const RUN_ROUTE = {
   deviceScope: 'cloud-agents:write',
 } as const;
 
-export function cloudAgentRoutes(runs: CloudAgentService, mcpUrlOf: (req: Request, runId: string) => string): RouteDefinition[] {
+/** `originOf` is the one trusted origin of the deployment (the run's MCP URL is built from it). */
+export function cloudAgentRoutes(runs: CloudAgentService, originOf: (req: Request) => string): RouteDefinition[] {
   return [
     defineRoute({
       ...RUN_ROUTE,
@@ -63,7 +64,9 @@ export function cloudAgentRoutes(runs: CloudAgentService, mcpUrlOf: (req: Reques
         409: { description: '`max_concurrent_runs`: the person already has as many runs going as the policy allows (`maxConcurrent` in the body).', schema: errorBodySchema },
       },
       handler: async ({ body, principal, req }) => {
-        const answer = await runs.register(principal!, body as RunRegistration, (runId) => mcpUrlOf(req, runId));
+        // Settled before anything is stored: a Host that cannot name an origin refuses the request.
+        const origin = originOf(req);
+        const answer = await runs.register(principal!, body as RunRegistration, (runId) => `${origin}/cloud-agents/v1/runs/${runId}/mcp`);
         return { status: 201, body: answer, headers: { 'Cache-Control': 'no-store' } };
       },
     }),
