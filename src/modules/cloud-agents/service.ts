@@ -15,6 +15,8 @@ import { MAX_EVENTS_PER_RUN, type RUN_EVENT_KINDS } from './schemas.js';
 import { CloudAgentStore } from './store.js';
 
 export const RUN_CREDENTIAL_PREFIX = 'platform_cr_';
+const EARLIEST_EVENT = Date.UTC(2000, 0, 1);
+const LATEST_EVENT = Date.UTC(2999, 11, 31, 23, 59, 59, 999);
 
 export interface RunRegistration {
   provider: string;
@@ -150,6 +152,14 @@ export class CloudAgentService {
   /** Stores a report of events; only the registering workbench, and not after the run ended. */
   async recordEvents(principal: Principal, runId: string, events: readonly RunEvent[]): Promise<number> {
     const now = this.deps.clock.now();
+    // RFC 3339 allows years no database column holds (and offsets that push 0000 or 9999 past
+    // them): times outside these centuries are refused, never handed to the database.
+    events.forEach((event, index) => {
+      const at = instant(event.at).getTime();
+      if (!(at >= EARLIEST_EVENT && at <= LATEST_EVENT)) {
+        throw invalidRequest(`body.events[${index}].at must be a time in the years 2000 to 2999`, { field: `body.events[${index}].at` });
+      }
+    });
     await this.deps.dataSource.transaction(async (manager) => {
       const store = new CloudAgentStore(manager);
       const run = await this.ownRun(store, principal, runId);
