@@ -100,6 +100,17 @@ describe('POST /cloud-agents/v1/runs', () => {
     await endAllRuns();
   });
 
+  it('stores the most and longest tool names allowed, in any script, and refuses one more', async () => {
+    const tools = Array.from({ length: 100 }, (_, i) => `${String(i).padStart(3, '0')}${'😀'.repeat(125)}`);
+    const res = await register(workbench, { ...full(), tools });
+    expect(res.status).toBe(201);
+    const row = await platform.dataSource.getRepository(CloudAgentRunEntity).findOneByOrFail({ id: res.body.runId });
+    expect(JSON.parse(row.tools!)).toEqual(tools);
+    expect((await register(workbench, { ...full(), tools: [...tools, 'one-more'] })).body.field).toBe('body.tools');
+    expect((await register(workbench, { ...full(), tools: [`x${'😀'.repeat(128)}`] })).body.field).toBe('body.tools[0]');
+    await endAllRuns();
+  });
+
   it('keeps a sooner requested expiry, cuts a later one to four hours, and refuses one in the past', async () => {
     const now = platform.clock.now().getTime();
     const sooner = new Date(now + 30 * 60 * 1000).toISOString();

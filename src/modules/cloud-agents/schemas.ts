@@ -13,7 +13,7 @@ export const RUN_EVENT_KINDS = ['started', 'progress', 'pull_request_opened', 'p
 /** Most events in one report, and kept per run. */
 export const MAX_EVENTS_PER_REQUEST = 100;
 export const MAX_EVENTS_PER_RUN = 1000;
-export const MAX_TOOLS = 128;
+export const MAX_TOOLS = 100;
 /** The task is read to be refused when too long, never stored. */
 export const MAX_TASK_LENGTH = 100_000;
 
