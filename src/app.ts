@@ -27,6 +27,7 @@ import type { TokenResolver } from './auth/resolver.js';
 import type { Config } from './config.js';
 import { errorHandler, notFoundHandler, requestId, requestLogger } from './http/edge.js';
 import { buildOpenApi } from './http/openapi.js';
+import { originEdge } from './http/origin.js';
 import { defineRoute, RouteRegistry } from './http/route.js';
 import { tenancy } from './http/tenancy.js';
 import { memoryStores, RateLimits, redisStores } from './http/rate-limit.js';
@@ -141,6 +142,8 @@ export function buildApp(deps: AppDependencies): Platform {
       xXssProtection: false,
     }),
   );
+  // The one trusted origin of the request, settled before anything reads a host (400 otherwise).
+  app.use(originEdge(config.baseUrl));
   const rateLimits = new RateLimits(deps.redis ? redisStores(deps.redis) : memoryStores(), config.rateLimitsEnabled);
   const router = express.Router();
   registry.mount(
@@ -167,8 +170,6 @@ export function buildApp(deps: AppDependencies): Platform {
   const pageLogin = new OrganisationLogin({ ...config.oidc, metadataMaxAgeMs: config.oidc.jwksCacheMaxAgeMs });
   app.use(
     approvalPage({
-      deployment: config.deployment,
-      baseUrl: config.baseUrl,
       deviceCodes,
       organisations,
       sessions: new WebSessions(dataSource, clock),

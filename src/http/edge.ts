@@ -10,7 +10,7 @@ export function requestId(): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     const incoming = req.headers['x-request-id'];
     const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    req.context = { requestId: id, tenant: undefined, principal: undefined };
+    req.context = { requestId: id, origin: undefined, tenant: undefined, principal: undefined };
     res.setHeader('X-Request-Id', id);
     next();
   };

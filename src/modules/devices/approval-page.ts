@@ -1,6 +1,6 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
-import type { Deployment } from '../../config.js';
 import { ApiError } from '../../http/errors.js';
+import { requestOrigin } from '../../http/origin.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { safeEqual } from '../../util/secrets.js';
 import type { OrganisationRecord } from '../organisation/entities.js';
@@ -31,8 +31,6 @@ import { issuerSettingsOf, SignInFailed, type ApproverSignIn } from './page-sign
 export const PAGE_SIGN_IN_LIMIT: RateLimitRule = { name: 'device-page-sign-in-address', by: 'address', limit: 30, windowMs: 60_000 };
 
 export interface ApprovalPageOptions {
-  deployment: Deployment;
-  baseUrl: string | undefined;
   deviceCodes: DeviceCodeService;
   organisations: OrganisationService;
   sessions: WebSessions;
@@ -85,10 +83,10 @@ export function approvalPage(options: ApprovalPageOptions): Router {
   const router = express.Router();
   const form = express.urlencoded({ extended: false, limit: FORM_BODY_LIMIT, parameterLimit: 10 });
 
-  const secureRequest = (req: Request): boolean =>
-    options.deployment === 'cloud' && options.baseUrl ? options.baseUrl.startsWith('https:') : req.secure;
-  const originOf = (req: Request): string =>
-    options.deployment === 'cloud' && options.baseUrl ? options.baseUrl : `${req.protocol}://${req.host}`;
+  // The trusted origin (src/http/origin.ts): the redirect URI, the same-origin checks and the
+  // cookie's `__Host-`/Secure all follow it.
+  const secureRequest = (req: Request): boolean => requestOrigin(req).scheme === 'https';
+  const originOf = (req: Request): string => requestOrigin(req).origin;
   const cookieName = (req: Request): string => (secureRequest(req) ? SECURE_COOKIE : COOKIE);
 
   function setCookie(req: Request, res: Response, value: string, maxAgeSeconds: number): void {

@@ -1,8 +1,8 @@
-import type { Request } from 'express';
 import type { Config } from '../../config.js';
 import type { DpopVerifier } from '../../auth/dpop.js';
 import { NO_STORE, noStoreHeader, verifyTokenEndpointProof } from './token-endpoint.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
+import { absoluteUrl } from '../../http/origin.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import type { DeviceCodeService } from './device-code.js';
 import { oauthError } from './device-code.js';
@@ -31,14 +31,10 @@ const FORM_OR_JSON = ['application/json', 'application/x-www-form-urlencoded'] a
 export interface DeviceCodeRouteOptions {
   deviceCodes: DeviceCodeService;
   dpop: DpopVerifier;
-  config: Pick<Config, 'deployment' | 'baseUrl'>;
+  config: Pick<Config, 'deployment'>;
 }
 
 export function deviceCodeRoutes({ deviceCodes, dpop, config }: DeviceCodeRouteOptions): RouteDefinition[] {
-  /** Cloud has one public address; a self-hosted organisation is reached at its own host name. */
-  const verificationUri = (req: Request): string =>
-    config.deployment === 'cloud' ? `${config.baseUrl as string}/device` : `${req.protocol}://${req.host}/device`;
-
   return [
     defineRoute({
       method: 'post',
@@ -69,7 +65,8 @@ export function deviceCodeRoutes({ deviceCodes, dpop, config }: DeviceCodeRouteO
           requesterAddress: req.ip,
           requesterUserAgent: req.get('user-agent'),
         });
-        const uri = verificationUri(req);
+        // Cloud: the one public address; self-hosted: the organisation's own host name.
+        const uri = absoluteUrl(req, '/device');
         return {
           status: 200,
           headers: NO_STORE,
