@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { ApiError, invalidRequest, notFound, payloadTooLarge } from './errors.js';
+import { ApiError, clientErrorOf, notFound } from './errors.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -93,30 +93,15 @@ export function notFoundHandler(): RequestHandler {
   return (_req: Request, _res: Response, next: NextFunction) => next(notFound('no such route'));
 }
 
-interface BodyParserError extends Error {
-  type?: string;
-  status?: number;
-  limit?: number;
-}
-
-/** The last layer: every error becomes the spec's error body; nothing internal leaks. */
+/**
+ * The last layer: every error becomes the spec's error body; nothing internal leaks. Refusals
+ * (ApiError, and any error carrying a 4xx status) keep their status; everything else is a bug
+ * or a dependency failing: logged with its stack, answered 500 `internal_error` without detail.
+ */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
-    let apiError: ApiError;
-    const parserError = error as BodyParserError;
-    if (error instanceof ApiError) {
-      apiError = error;
-    } else if (parserError?.type === 'entity.too.large') {
-      apiError = payloadTooLarge(parserError.limit ?? 0);
-    } else if (parserError?.type === 'parameters.too.many') {
-      apiError = new ApiError(413, 'payload_too_large', 'the form body has too many fields');
-    } else if (parserError?.type === 'entity.parse.failed') {
-      apiError = invalidRequest('the request body is not valid JSON', { field: 'body' });
-    } else if (parserError?.type === 'encoding.unsupported' || parserError?.type === 'charset.unsupported') {
-      apiError = new ApiError(415, 'unsupported_media_type', 'the request body encoding is not supported');
-    } else if (parserError?.type === 'request.aborted') {
-      apiError = new ApiError(400, 'invalid_request', 'the request was aborted');
-    } else {
+    let apiError = error instanceof ApiError ? error : clientErrorOf(error);
+    if (!apiError) {
       logger.error({ err: error, requestId: req.context?.requestId }, 'unexpected failure');
       apiError = new ApiError(500, 'internal_error', 'something went wrong on our side; quote the X-Request-Id when reporting it');
     }

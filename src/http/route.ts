@@ -154,7 +154,7 @@ export class RouteRegistry {
         throw new Error(`${route.operationId} accepts device tokens but names no deviceScope`);
       }
       this.routes.push(route);
-      this.matchers.push({ method: route.method, match: match(expressPath(route.path)), route });
+      this.matchers.push({ method: route.method, match: match(expressPath(route.path), { decode: false }), route });
     }
   }
 

@@ -76,7 +76,7 @@ export function rawRequest(port: number, head: string, body?: Buffer | string): 
       resolve({ status: Number(statusLine.split(' ')[1] ?? 0), headers, body: payload.toString('utf8'), raw: all.toString('latin1') });
     });
     socket.write(`${head}\r\nConnection: close\r\n\r\n`);
+    // No half-close: the server answers and closes (`Connection: close`).
     if (body !== undefined) socket.write(body);
-    socket.end();
   });
 }

@@ -1,5 +1,5 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
-import { ApiError } from '../../http/errors.js';
+import { ApiError, clientErrorOf } from '../../http/errors.js';
 import { requestOrigin } from '../../http/origin.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { safeEqual } from '../../util/secrets.js';
@@ -363,23 +363,18 @@ function pageErrors(send: Send) {
       const title = error.status === 502 ? 'Sign-in is not available' : 'Sign-in failed';
       return send(res, error.status, messagePage({ title, message: `${capitalise(error.message)}.`, next: 'start-again' }));
     }
-    if (error instanceof ApiError) {
-      if (error.code === 'unknown_tenant') {
+    // The API's refusals, and any error carrying a 4xx status (a form that cannot be read).
+    const refused = clientErrorOf(error);
+    if (refused) {
+      if (refused.code === 'unknown_tenant') {
         return send(res, 404, messagePage({ title: 'Nothing here', message: 'No organisation is served at this address.' }));
       }
-      res.set(error.headers);
-      if (error.status === 429) {
-        return send(res, 429, messagePage({ title: 'Too many attempts', message: `Too many codes were tried. ${capitalise(error.message.replace(/^too many requests; /, ''))}.` }));
+      res.set(refused.headers);
+      if (refused.status === 429) {
+        return send(res, 429, messagePage({ title: 'Too many attempts', message: `Too many codes were tried. ${capitalise(refused.message.replace(/^too many requests; /, ''))}.` }));
       }
-      if (error.status === 413) return send(res, 413, messagePage({ title: 'Request refused', message: 'The form was too large.', next: 'start-again' }));
-      if (error.status < 500) return send(res, error.status, messagePage({ title: 'Request refused', message: `${capitalise(error.message)}.`, next: 'start-again' }));
-    }
-    const parserError = error as { type?: string; status?: number };
-    if (parserError?.type === 'entity.too.large' || parserError?.type === 'parameters.too.many') {
-      return send(res, 413, messagePage({ title: 'Request refused', message: 'The form was too large.', next: 'start-again' }));
-    }
-    if (typeof parserError?.status === 'number' && parserError.status >= 400 && parserError.status < 500) {
-      return send(res, 400, messagePage({ title: 'Request refused', message: 'The form could not be read.', next: 'start-again' }));
+      if (refused.status === 413) return send(res, 413, messagePage({ title: 'Request refused', message: 'The form was too large.', next: 'start-again' }));
+      return send(res, refused.status, messagePage({ title: 'Request refused', message: `${capitalise(refused.message)}.`, next: 'start-again' }));
     }
     req.log?.error({ err: error, requestId: req.context?.requestId }, 'approval page failed');
     send(res, 500, messagePage({ title: 'Something went wrong', message: 'Something went wrong on our side. Please try again.', requestId: req.context?.requestId }));
