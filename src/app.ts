@@ -28,7 +28,7 @@ import type { Config } from './config.js';
 import { errorHandler, notFoundHandler, requestId, requestLogger } from './http/edge.js';
 import { buildOpenApi } from './http/openapi.js';
 import { originEdge } from './http/origin.js';
-import { defineRoute, RouteRegistry } from './http/route.js';
+import { defineRoute, RouteRegistry, type DeploymentProfile } from './http/route.js';
 import { tenancy } from './http/tenancy.js';
 import { memoryStores, RateLimits, redisStores } from './http/rate-limit.js';
 import { discoveryRoutes } from './modules/discovery/routes.js';
@@ -54,6 +54,8 @@ export interface AppDependencies {
 export interface Platform {
   app: Express;
   registry: RouteRegistry;
+  /** What this deployment serves: its routes, token kinds and the error codes they answer. */
+  profile: DeploymentProfile;
   openapi: ReturnType<typeof buildOpenApi>;
   services: {
     organisations: OrganisationService;
@@ -116,7 +118,14 @@ export function buildApp(deps: AppDependencies): Platform {
       handler: () => ({ status: 200, body: openapi, headers: { 'Cache-Control': 'public, max-age=300' } }),
     }),
   );
-  const openapi = buildOpenApi(registry, { deployment: config.deployment, baseUrl: config.baseUrl });
+  const profile: DeploymentProfile = {
+    deployment: config.deployment,
+    tokenKinds: resolvers.map((resolver) => resolver.kind),
+    rateLimits: config.rateLimitsEnabled,
+    redis: deps.redis !== undefined,
+    dpopNonces: config.dpop.requireNonce,
+  };
+  const openapi = buildOpenApi(registry, { profile, baseUrl: config.baseUrl });
 
   const app = express();
   app.disable('x-powered-by');
@@ -163,7 +172,7 @@ export function buildApp(deps: AppDependencies): Platform {
       tenancy: tenancy(config.deployment, organisations),
       authenticate: authentication(resolvers, config.deployment),
     },
-    config.deployment,
+    profile,
   );
   app.use(router);
   // The approval page at verification_uri: HTML pages beside the API, not in its OpenAPI document.
@@ -182,5 +191,5 @@ export function buildApp(deps: AppDependencies): Platform {
   app.use(notFoundHandler());
   app.use(errorHandler(logger));
 
-  return { app, registry, openapi, services: { organisations, verifier, dpop, deviceTokens, projects } };
+  return { app, registry, profile, openapi, services: { organisations, verifier, dpop, deviceTokens, projects } };
 }

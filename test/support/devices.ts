@@ -7,6 +7,7 @@ import type { TokenAnswer } from '../../src/modules/devices/tokens.js';
 import { newId } from '../../src/util/ids.js';
 import { PersonEntity, MembershipEntity } from '../../src/modules/organisation/entities.js';
 import type { OrganisationRole } from '../../src/auth/principal.js';
+import { recordSecretsOf } from './suite-record.js';
 
 /** A person with a role in the organisation, stored directly (tests of other modules). */
 export async function createPerson(platform: TestPlatform, organisationId: string, role: OrganisationRole = 'member', name = 'Test Person') {
@@ -28,7 +29,7 @@ export interface EnrolledDevice {
  */
 export async function enrolDevice(
   platform: TestPlatform,
-  options: { organisationId: string; personId: string; kind?: DeviceKind; alg?: 'ES256' | 'Ed25519'; name?: string },
+  options: { organisationId: string; personId: string; kind?: DeviceKind; alg?: 'ES256' | 'Ed25519'; name?: string; scope?: string },
 ): Promise<EnrolledDevice> {
   const keys = options.alg ? await DPoP.generateKeyPair(options.alg) : undefined;
   const kind = options.kind ?? 'workbench';
@@ -43,7 +44,7 @@ export async function enrolDevice(
     enrolledVia: 'device_code',
     joinKeyId: null,
     dpopJkt: keys ? await DPoP.calculateThumbprint(keys.publicKey) : null,
-    scope: scopeString(kind),
+    scope: options.scope ?? scopeString(kind),
     createdAt: platform.clock.now(),
     lastSeenAt: null,
     revokedAt: null,
@@ -52,6 +53,7 @@ export async function enrolDevice(
     await manager.insert(DeviceEntity, device);
     return platform.services.deviceTokens.issue(manager, device);
   });
+  recordSecretsOf(tokens);
   return keys ? { device, tokens, keys } : { device, tokens };
 }
 

@@ -11,6 +11,7 @@ import type { NewOrganisation } from '../../src/modules/organisation/service.js'
 import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { freshDatabase, type TestDatabase } from './database.js';
+import { recordAnswer, recordLogs, recordSecretsOf } from './suite-record.js';
 import type { DataSource } from 'typeorm';
 import type { Redis } from 'ioredis';
 
@@ -51,6 +52,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<TestPla
       done();
     },
   });
+  recordLogs('platform', logs);
   const clock = options.clock ?? new ManualClock(Date.now());
   const platform = buildApp({ config, dataSource, clock, logger: createLogger(config.logLevel, sink), redis: options.redis });
   return {
@@ -88,9 +90,11 @@ const ajv = new Ajv2020({ strict: false, allErrors: true });
 
 export function expectDeclaredAnswer(platform: Platform, method: string, path: string, res: Response): void {
   const route = platform.registry.find(method, path);
-  const schema = answerSchema(route, res.status);
+  const code = res.status >= 400 ? (res.body as { error?: unknown } | undefined)?.error : undefined;
+  const schema = answerSchema(route, res.status, code, platform.profile);
   if (schema === null) {
-    throw new Error(`${method.toUpperCase()} ${path} answered ${res.status}, which its route does not declare`);
+    const what = res.status >= 400 ? `${res.status} ${String(code)}` : String(res.status);
+    throw new Error(`${method.toUpperCase()} ${path} answered ${what}, which its route does not declare on this deployment`);
   }
   if (schema === undefined) return;
   const validate = ajv.compile(schema as object);
@@ -117,6 +121,11 @@ export async function call(platform: Platform, method: 'get' | 'post' | 'put' | 
   if (options.raw) test = test.set('Content-Type', options.raw.type).send(options.raw.data);
   else if (options.body !== undefined) test = test.send(options.body as object);
   const res = await test;
+  // For the suite-wide checks: which declared answers some test reached, which secrets exist.
+  const route = platform.registry.find(method, path);
+  const code = res.status >= 400 ? (res.body as { error?: unknown } | undefined)?.error : undefined;
+  if (route) recordAnswer(route.operationId, res.status, typeof code === 'string' ? code : undefined);
+  recordSecretsOf(res.body);
   expectDeclaredAnswer(platform, method, path, res);
   return res;
 }

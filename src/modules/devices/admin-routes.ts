@@ -60,8 +60,8 @@ function decodeCursor(cursor: string | undefined): PageAfter | undefined {
 }
 
 const nextCursorSchema = {
-  type: 'string',
-  description: 'Pass as `cursor` for the next page; absent on the last page.',
+  type: ['string', 'null'],
+  description: 'Pass as `cursor` for the next page; null on the last page.',
 } as const;
 
 // Authorization --------------------------------------------------------------------------------
@@ -269,7 +269,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
           schema: {
             type: 'object',
             description: 'A page of join keys.',
-            required: ['joinKeys'],
+            required: ['joinKeys', 'nextCursor'],
             properties: { joinKeys: { type: 'array', items: joinKeySchema, description: 'Join keys, newest first.' }, nextCursor: nextCursorSchema },
             additionalProperties: false,
           },
@@ -280,7 +280,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
         const page = await joinKeys.list(tenant!.id, query.limit ?? DEFAULT_PAGE_SIZE, decodeCursor(query.cursor));
         return {
           status: 200,
-          body: { joinKeys: page.items.map(joinKeyBody), ...(page.more ? { nextCursor: encodeCursor(page.more) } : {}) },
+          body: { joinKeys: page.items.map(joinKeyBody), nextCursor: page.more ? encodeCursor(page.more) : null },
         };
       },
     }),
@@ -294,6 +294,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
       description: 'The key stops working at once; revoking twice is harmless. Nodes it already enrolled keep working: revoke those at `DELETE /platform/v1/devices/{deviceId}`.',
       schemas: { params: joinKeyParamsSchema },
       responses: { 204: { description: 'Revoked.' } },
+      errors: { 404: ['not_found'] },
       handler: async ({ params, principal, tenant }) => {
         // The role first, so that a member learns nothing of which keys exist.
         allow(principal, 'delete', 'JoinKey', organisationOf(tenant));
@@ -318,7 +319,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
           schema: {
             type: 'object',
             description: 'A page of devices.',
-            required: ['devices'],
+            required: ['devices', 'nextCursor'],
             properties: { devices: { type: 'array', items: adminDeviceSchema, description: 'Devices, newest first.' }, nextCursor: nextCursorSchema },
             additionalProperties: false,
           },
@@ -331,7 +332,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
         const people = await devices.people(page.items.map((device) => device.personId));
         return {
           status: 200,
-          body: { devices: page.items.map((device) => deviceBody(device, people)), ...(page.more ? { nextCursor: encodeCursor(page.more) } : {}) },
+          body: { devices: page.items.map((device) => deviceBody(device, people)), nextCursor: page.more ? encodeCursor(page.more) : null },
         };
       },
     }),
@@ -345,6 +346,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
       description: 'Every token of the device stops working at once; the device must enrol again. Revoking twice is harmless.',
       schemas: { params: deviceParamsSchema },
       responses: { 204: { description: 'Revoked.' } },
+      errors: { 404: ['not_found'] },
       handler: async ({ params, principal, tenant }) => {
         allow(principal, 'delete', 'Device', organisationOf(tenant));
         const device = await devices.findDevice(params.deviceId);

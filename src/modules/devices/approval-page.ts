@@ -344,6 +344,20 @@ export function approvalPage(options: ApprovalPageOptions): Router {
   router.get('/device/callback', options.tenancy, page(finishSignIn));
   router.post('/device/decision', options.tenancy, form, page(decide));
   router.post('/device/sign-out', options.tenancy, form, page(signOut));
+  // Any other method on a page's address: 405 with what it takes (RFC 9110 15.5.6).
+  const PAGE_METHODS: Record<string, string> = {
+    '/device': 'GET, HEAD',
+    '/device/sign-in': 'POST',
+    '/device/callback': 'GET, HEAD',
+    '/device/decision': 'POST',
+    '/device/sign-out': 'POST',
+  };
+  for (const [path, allow] of Object.entries(PAGE_METHODS)) {
+    router.all(path, (_req: Request, res: Response) => {
+      res.set('Allow', allow);
+      send(res, 405, messagePage({ title: 'Request refused', message: 'This address does not take this kind of request.', next: 'start-again' }));
+    });
+  }
   router.use('/device', pageErrors(send));
   return router;
 }

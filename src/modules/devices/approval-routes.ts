@@ -1,7 +1,6 @@
 import type { Principal } from '../../auth/principal.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
-import { errorBodySchema } from '../../http/schema.js';
 import { timestamp } from '../../util/clock.js';
 import type { Approver, DeviceCodeService, PendingDevice } from './device-code.js';
 import { deviceApprovalSchema, userCodeRequestSchema } from './schemas.js';
@@ -63,6 +62,7 @@ const common = {
     },
   },
   schemas: { body: userCodeRequestSchema },
+  errors: { 403: ['forbidden'], 404: ['not_found'] },
 } as const;
 
 export function approvalRoutes(deviceCodes: DeviceCodeService): RouteDefinition[] {
@@ -77,8 +77,8 @@ export function approvalRoutes(deviceCodes: DeviceCodeService): RouteDefinition[
         'only they may approve or deny it. A node can be looked up only by owners and admins.',
       responses: {
         200: { description: 'The pending request, now claimed by the caller.', schema: deviceApprovalSchema },
-        403: { description: FORBIDDEN, schema: errorBodySchema },
-        404: { description: NOT_FOUND, schema: errorBodySchema },
+        403: { description: FORBIDDEN },
+        404: { description: NOT_FOUND },
       },
       handler: async ({ body, principal }) => answer(await deviceCodes.lookUp(body.userCode, approverOf(principal)), 'pending'),
     }),
@@ -92,8 +92,8 @@ export function approvalRoutes(deviceCodes: DeviceCodeService): RouteDefinition[
         'The caller must still be allowed to approve it when the device polls. A node needs an owner or admin.',
       responses: {
         200: { description: 'Approved.', schema: deviceApprovalSchema },
-        403: { description: FORBIDDEN, schema: errorBodySchema },
-        404: { description: NOT_FOUND, schema: errorBodySchema },
+        403: { description: FORBIDDEN },
+        404: { description: NOT_FOUND },
       },
       handler: async ({ body, principal }) => answer(await deviceCodes.decide(body.userCode, approverOf(principal), 'approve'), 'approved'),
     }),
@@ -105,8 +105,8 @@ export function approvalRoutes(deviceCodes: DeviceCodeService): RouteDefinition[
       description: 'The device is told `access_denied` at its next poll.',
       responses: {
         200: { description: 'Denied.', schema: deviceApprovalSchema },
-        403: { description: FORBIDDEN, schema: errorBodySchema },
-        404: { description: NOT_FOUND, schema: errorBodySchema },
+        403: { description: FORBIDDEN },
+        404: { description: NOT_FOUND },
       },
       handler: async ({ body, principal }) => answer(await deviceCodes.decide(body.userCode, approverOf(principal), 'deny'), 'denied'),
     }),

@@ -76,6 +76,7 @@ export function healthRoutes(probes: readonly ReadinessProbe[], timeoutMs = 2_00
         200: { description: 'Ready to serve.', schema: readinessSchema },
         503: { description: 'A dependency is not reachable.', schema: notReadySchema },
       },
+      errors: { 503: ['not_ready'] },
       handler: async () => {
         const checks: Record<string, string> = {};
         let failed: string | undefined;

@@ -185,6 +185,7 @@ export function ingestRoutes(service: IngestService, reader: IngestReader, limit
       precheck: (body) => precheckEnvelope(body, limits),
       schemas: { body: ingestEnvelopeSchema },
       responses: { 200: { description: 'What was newly stored and the cursors to resume from.', schema: ingestAnswerSchema } },
+      errors: { 400: ['unsupported_schema_version'], 404: ['not_found'] },
       handler: async ({ body, principal }) => {
         const device = principal!;
         const answer = await service.ingest({ organisationId: device.organisationId, deviceId: device.deviceId as string }, body as IngestEnvelope);

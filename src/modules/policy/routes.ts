@@ -1,6 +1,5 @@
 import { authorize, defineAbilityFor } from '../../../policies/index.js';
 import type { Principal } from '../../auth/principal.js';
-import { errorBodySchema } from '../../http/schema.js';
 import { defineRoute, type Reply, type RouteDefinition } from '../../http/route.js';
 import type { OrganisationRecord } from '../organisation/entities.js';
 import {
@@ -28,6 +27,7 @@ const revisionsQuery = {
   type: 'object',
   properties: {
     limit: { type: 'integer', minimum: 1, maximum: 100, description: 'How many publishes to list, newest first (default 20).' },
+    cursor: { type: 'string', pattern: '^[1-9][0-9]{0,9}$', description: 'The `nextCursor` of the previous page.' },
   },
   additionalProperties: false,
 } as const;
@@ -49,11 +49,18 @@ function policyReply(answer: EffectivePolicy, ifNoneMatch?: string): Reply {
   return { status: 200, headers, body: answer };
 }
 
-function revisionsReply(revisions: StoredRevision[]): Reply {
+/** One page: `limit` publishes (one more was read to know whether another page follows). */
+async function revisionsReply(query: { limit?: number; cursor?: string }, read: (limit: number, below?: number) => Promise<StoredRevision[]>): Promise<Reply> {
+  const limit = query.limit ?? 20;
+  const rows = await read(limit + 1, query.cursor === undefined ? undefined : Number(query.cursor));
+  const page = rows.slice(0, limit);
   return {
     status: 200,
     headers: { 'Cache-Control': 'no-store' },
-    body: { revisions: revisions.map((revision) => ({ ...revision, publishedAt: revision.publishedAt.toISOString() })) },
+    body: {
+      revisions: page.map((revision) => ({ ...revision, publishedAt: revision.publishedAt.toISOString() })),
+      nextCursor: rows.length > limit ? String(page[page.length - 1]!.number) : null,
+    },
   };
 }
 
@@ -91,6 +98,7 @@ export function policyRoutes(policies: PolicyService): RouteDefinition[] {
         200: { description: 'The effective policy.', schema: policyAnswerSchema, headers: answerHeaders },
         304: { description: 'Not modified since the ETag given in `If-None-Match`.' },
       },
+      errors: { 404: ['not_found'] },
       handler: async ({ query, principal, tenant, req }) => {
         const organisation = tenant!;
         authorize(ability(principal), 'read', 'Policy', { organisationId: organisation.id, ...(query.projectId ? { projectId: query.projectId } : {}) });
@@ -114,8 +122,9 @@ export function policyRoutes(policies: PolicyService): RouteDefinition[] {
       schemas: { body: policyDocumentSchema },
       responses: {
         200: { description: "The organisation's effective policy after the publish.", schema: policyAnswerSchema, headers: answerHeaders },
-        409: { description: 'Another publish of this organisation happened at the same moment, three times over; publish again (`conflict`).', schema: errorBodySchema },
+        409: { description: 'Another publish of this organisation happened at the same moment, three times over; publish again.' },
       },
+      errors: { 409: ['conflict'] },
       handler: async ({ body, principal, tenant }) => {
         const organisation: OrganisationRecord = tenant!;
         authorize(ability(principal), 'update', 'Policy', { organisationId: organisation.id });
@@ -141,8 +150,9 @@ export function policyRoutes(policies: PolicyService): RouteDefinition[] {
       },
       responses: {
         200: { description: "The project's effective policy after the publish.", schema: policyAnswerSchema, headers: answerHeaders },
-        409: { description: 'Another publish of this organisation happened at the same moment, three times over; publish again (`conflict`).', schema: errorBodySchema },
+        409: { description: 'Another publish of this organisation happened at the same moment, three times over; publish again.' },
       },
+      errors: { 404: ['not_found'], 409: ['conflict'] },
       handler: async ({ params, body, principal, tenant }) => {
         const organisation = tenant!;
         authorize(ability(principal), 'update', 'Policy', { organisationId: organisation.id, projectId: params.projectId });
@@ -166,7 +176,7 @@ export function policyRoutes(policies: PolicyService): RouteDefinition[] {
       handler: async ({ query, principal, tenant }) => {
         const organisation = tenant!;
         authorize(ability(principal), 'update', 'Policy', { organisationId: organisation.id });
-        return revisionsReply(await policies.revisions(organisation.id, null, query.limit ?? 20));
+        return revisionsReply(query, (limit, below) => policies.revisions(organisation.id, null, limit, below));
       },
     }),
     defineRoute({
@@ -186,10 +196,11 @@ export function policyRoutes(policies: PolicyService): RouteDefinition[] {
         query: revisionsQuery,
       },
       responses: { 200: { description: 'The publishes, newest first.', schema: policyRevisionListSchema } },
+      errors: { 404: ['not_found'] },
       handler: async ({ params, query, principal, tenant }) => {
         const organisation = tenant!;
         authorize(ability(principal), 'update', 'Policy', { organisationId: organisation.id, projectId: params.projectId });
-        return revisionsReply(await policies.revisions(organisation.id, params.projectId, query.limit ?? 20));
+        return revisionsReply(query, (limit, below) => policies.revisions(organisation.id, params.projectId, limit, below));
       },
     }),
   ];
