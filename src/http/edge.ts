@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
+import { redactUrl } from '../log-redaction.js';
 import { ApiError, clientErrorOf, notFound } from './errors.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -17,51 +18,11 @@ export function requestId(): RequestHandler {
 }
 
 /**
- * Request logs. pino's own redaction removes credentials wherever they would appear: headers
- * (`Authorization`, `DPoP`, cookies) and token-like fields of any body or error object logged.
- */
-export const REDACTED_PATHS = [
-  'req.headers.authorization',
-  'req.headers.dpop',
-  'req.headers.cookie',
-  'req.headers["x-api-key"]',
-  'res.headers["set-cookie"]',
-  // A failed query carries its bound values; they may hold what a request sent.
-  'err.parameters',
-  'error.parameters',
-  ...[
-    'access_token', 'refresh_token', 'id_token', 'device_code', 'user_code', 'code', 'code_verifier', 'key',
-    'password', 'secret', 'client_secret', 'token', 'assertion', 'ticket',
-  ].flatMap((field) => [`body.${field}`, `req.body.${field}`, `*.${field}`]),
-];
-
-/** Query parameters that carry secrets through a browser's address bar (sign-in answers, user codes). */
-const SECRET_QUERY_PARAMETERS = new Set(['code', 'state', 'user_code', 'access_token', 'id_token', 'token', 'code_verifier']);
-
-/** A request URL as logs may show it: values of secret-bearing query parameters replaced. */
-export function redactUrl(url: string): string {
-  const index = url.indexOf('?');
-  if (index < 0) return url;
-  const query = url
-    .slice(index + 1)
-    .split('&')
-    .map((pair) => {
-      const name = pair.split('=')[0] ?? '';
-      let decoded = name;
-      try {
-        decoded = decodeURIComponent(name.replace(/\+/g, ' '));
-      } catch {
-        // A malformed name is logged as it came.
-      }
-      return SECRET_QUERY_PARAMETERS.has(decoded.toLowerCase()) ? `${name}=[Redacted]` : pair;
-    });
-  return `${url.slice(0, index)}?${query.join('&')}`;
-}
-
-/**
  * One log line per request, when it finishes: `debug` for successes, `info` for refusals,
  * `error` for failures. The entry (and its redaction) is only built when its level is enabled,
- * so a busy service logging at `info` spends nothing on the requests that went well.
+ * so a busy service logging at `info` spends nothing on the requests that went well. The
+ * headers go in as received: the logger redacts every line as it is written
+ * (src/log-redaction.ts), credentials of any header included.
  */
 export function requestLogger(logger: Logger): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {

@@ -24,7 +24,16 @@ export function recordAnswer(operationId: string, status: number, code: string |
 
 /** A value no log line may ever hold (shorter than 8 characters: too short to search for). */
 export function recordSecret(value: unknown): void {
-  if (typeof value === 'string' && value.length >= 8) secrets.add(value);
+  if (typeof value !== 'string' || value.length < 8) return;
+  secrets.add(value);
+  // A platform secret's random part is as secret without its prefix (and a join key's secret
+  // without its lookup part): a line holding only that part leaks it too.
+  const prefixed = /^platform_[a-z]{2}_(.+)$/.exec(value);
+  if (prefixed) {
+    secrets.add(prefixed[1]!);
+    const last = prefixed[1]!.split('_').pop()!;
+    if (last.length >= 16) secrets.add(last);
+  }
 }
 
 /** Names of answer fields that always carry a secret, wherever they appear in a body. */

@@ -1,4 +1,5 @@
 import { authorize, defineAbilityFor, type Action } from '../../../policies/index.js';
+import { actorOf, audit } from '../../audit.js';
 import type { Principal } from '../../auth/principal.js';
 import { invalidRequest, notFound } from '../../http/errors.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
@@ -242,7 +243,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
         'and the key stops working if the creator is no longer an owner or admin. The answer is the only place the key appears.',
       schemas: { body: createJoinKeySchema },
       responses: { 201: { description: 'The key, shown this once.', schema: createdJoinKeySchema, headers: { 'Cache-Control': { description: '`no-store`: the answer holds a secret.', schema: { type: 'string' } } } } },
-      handler: async ({ body, principal, tenant }) => {
+      handler: async ({ body, principal, tenant, req }) => {
         allow(principal, 'create', 'JoinKey', organisationOf(tenant));
         const { key, view } = await joinKeys.create({
           organisationId: tenant!.id,
@@ -250,6 +251,12 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
           description: body.description.trim(),
           expiresInSeconds: body.expiresInSeconds ?? JOIN_KEY_DEFAULT_TTL_SECONDS,
           reusable: body.reusable ?? false,
+        });
+        audit(req.log, {
+          action: 'join_key.created',
+          organisationId: tenant!.id,
+          actor: actorOf(principal),
+          target: { joinKeyId: view.record.id, reusable: view.record.reusable, expiresAt: timestamp(view.record.expiresAt) },
         });
         return { status: 201, headers: { 'Cache-Control': 'no-store' }, body: { key, joinKey: joinKeyBody(view) } };
       },
@@ -295,12 +302,13 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
       schemas: { params: joinKeyParamsSchema },
       responses: { 204: { description: 'Revoked.' } },
       errors: { 404: ['not_found'] },
-      handler: async ({ params, principal, tenant }) => {
+      handler: async ({ params, principal, tenant, req }) => {
         // The role first, so that a member learns nothing of which keys exist.
         allow(principal, 'delete', 'JoinKey', organisationOf(tenant));
         const record = await joinKeys.find(tenant!.id, params.joinKeyId);
         allow(principal, 'delete', 'JoinKey', record);
         await joinKeys.revoke(record);
+        audit(req.log, { action: 'join_key.revoked', organisationId: tenant!.id, actor: actorOf(principal), target: { joinKeyId: record.id } });
         return { status: 204 };
       },
     }),
@@ -347,12 +355,13 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
       schemas: { params: deviceParamsSchema },
       responses: { 204: { description: 'Revoked.' } },
       errors: { 404: ['not_found'] },
-      handler: async ({ params, principal, tenant }) => {
+      handler: async ({ params, principal, tenant, req }) => {
         allow(principal, 'delete', 'Device', organisationOf(tenant));
         const device = await devices.findDevice(params.deviceId);
         if (!device || device.organisationId !== tenant!.id) throw notFound('no device has this id');
         allow(principal, 'delete', 'Device', device);
         if (!device.revokedAt) await tokens.revokeDevice(device.id);
+        audit(req.log, { action: 'device.revoked', organisationId: tenant!.id, actor: actorOf(principal), target: { deviceId: device.id, kind: device.kind } });
         return { status: 204 };
       },
     }),

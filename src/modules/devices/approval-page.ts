@@ -5,7 +5,7 @@ import type { RateLimitRule } from '../../http/rate-limit.js';
 import { safeEqual } from '../../util/secrets.js';
 import type { OrganisationRecord } from '../organisation/entities.js';
 import type { OrganisationService } from '../organisation/service.js';
-import { USER_CODE_ADDRESS_RATE_LIMIT, USER_CODE_PERSON_RATE_LIMIT } from './approval-routes.js';
+import { auditDecision, USER_CODE_ADDRESS_RATE_LIMIT, USER_CODE_PERSON_RATE_LIMIT } from './approval-routes.js';
 import { formatUserCode, normaliseUserCode, type Approver, type DeviceCodeService } from './device-code.js';
 import { contentSecurityPolicy, decidedPage, devicePage, entryPage, messagePage, signInPage } from './page-html.js';
 import { csrfTokenOf, type WebSessions } from './page-session.js';
@@ -322,6 +322,8 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     } finally {
       if (current.session.userCode) await sessions.forgetUserCode(current.secret, current.session);
     }
+    // limitLookUps named the signed-in person as the request's principal.
+    auditDecision(req.log, req.context.principal, device, decision === 'approve' ? 'approved' : 'denied');
     send(res, 200, decidedPage(device, decision, current.signedIn));
   }
 

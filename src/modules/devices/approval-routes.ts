@@ -1,3 +1,5 @@
+import type { Logger } from 'pino';
+import { actorOf, audit } from '../../audit.js';
 import type { Principal } from '../../auth/principal.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
@@ -28,6 +30,16 @@ const FORBIDDEN = 'Another person claimed the code, or the code is a node\'s and
 function approverOf(principal: Principal | undefined): Approver {
   const actor = principal!;
   return { personId: actor.personId!, organisationId: actor.organisationId, role: actor.role };
+}
+
+/** A decision on a device's enrolment is an administrative change: one audit line, never the code. */
+export function auditDecision(logger: Logger, principal: Principal | undefined, device: PendingDevice, decision: 'approved' | 'denied'): void {
+  audit(logger, {
+    action: decision === 'approved' ? 'device.approved' : 'device.denied',
+    organisationId: principal!.organisationId,
+    actor: actorOf(principal),
+    target: { kind: device.kind, name: device.name },
+  });
 }
 
 function answer(device: PendingDevice, status: 'pending' | 'approved' | 'denied') {
@@ -95,7 +107,11 @@ export function approvalRoutes(deviceCodes: DeviceCodeService): RouteDefinition[
         403: { description: FORBIDDEN },
         404: { description: NOT_FOUND },
       },
-      handler: async ({ body, principal }) => answer(await deviceCodes.decide(body.userCode, approverOf(principal), 'approve'), 'approved'),
+      handler: async ({ body, principal, req }) => {
+        const device = await deviceCodes.decide(body.userCode, approverOf(principal), 'approve');
+        auditDecision(req.log, principal, device, 'approved');
+        return answer(device, 'approved');
+      },
     }),
     defineRoute({
       ...common,
@@ -108,7 +124,11 @@ export function approvalRoutes(deviceCodes: DeviceCodeService): RouteDefinition[
         403: { description: FORBIDDEN },
         404: { description: NOT_FOUND },
       },
-      handler: async ({ body, principal }) => answer(await deviceCodes.decide(body.userCode, approverOf(principal), 'deny'), 'denied'),
+      handler: async ({ body, principal, req }) => {
+        const device = await deviceCodes.decide(body.userCode, approverOf(principal), 'deny');
+        auditDecision(req.log, principal, device, 'denied');
+        return answer(device, 'denied');
+      },
     }),
   ];
 }

@@ -1,4 +1,5 @@
 import { authorize, defineAbilityFor } from '../../../policies/index.js';
+import { actorOf, audit } from '../../audit.js';
 import type { Principal } from '../../auth/principal.js';
 import { defineRoute, type Reply, type RouteDefinition } from '../../http/route.js';
 import type { OrganisationRecord } from '../organisation/entities.js';
@@ -125,10 +126,12 @@ export function policyRoutes(policies: PolicyService): RouteDefinition[] {
         409: { description: 'Another publish of this organisation happened at the same moment, three times over; publish again.' },
       },
       errors: { 409: ['conflict'] },
-      handler: async ({ body, principal, tenant }) => {
+      handler: async ({ body, principal, tenant, req }) => {
         const organisation: OrganisationRecord = tenant!;
         authorize(ability(principal), 'update', 'Policy', { organisationId: organisation.id });
-        return policyReply(await policies.publishOrganisation(organisation.id, principal!.personId, body));
+        const published = await policies.publishOrganisation(organisation.id, principal!.personId, body);
+        audit(req.log, { action: 'policy.published', organisationId: organisation.id, actor: actorOf(principal), target: { scope: 'organisation', revision: published.revision } });
+        return policyReply(published);
       },
     }),
     defineRoute({
@@ -153,10 +156,17 @@ export function policyRoutes(policies: PolicyService): RouteDefinition[] {
         409: { description: 'Another publish of this organisation happened at the same moment, three times over; publish again.' },
       },
       errors: { 404: ['not_found'], 409: ['conflict'] },
-      handler: async ({ params, body, principal, tenant }) => {
+      handler: async ({ params, body, principal, tenant, req }) => {
         const organisation = tenant!;
         authorize(ability(principal), 'update', 'Policy', { organisationId: organisation.id, projectId: params.projectId });
-        return policyReply(await policies.publishProject(organisation.id, params.projectId, principal!.personId, body));
+        const published = await policies.publishProject(organisation.id, params.projectId, principal!.personId, body);
+        audit(req.log, {
+          action: 'policy.published',
+          organisationId: organisation.id,
+          actor: actorOf(principal),
+          target: { scope: 'project', projectId: params.projectId, revision: published.revision },
+        });
+        return policyReply(published);
       },
     }),
     defineRoute({
