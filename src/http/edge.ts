@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import { redactUrl } from '../log-redaction.js';
-import { ApiError, clientErrorOf, notFound } from './errors.js';
+import { ApiError, clientErrorOf, notFound, sendJson } from './errors.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -67,6 +67,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       apiError = new ApiError(500, 'internal_error', 'something went wrong on our side; quote the X-Request-Id when reporting it');
     }
     if (res.headersSent) return;
-    res.status(apiError.status).set(apiError.headers).json(apiError.toJSON());
+    res.set(apiError.headers);
+    sendJson(res, apiError.status, apiError.toJSON());
   };
 }

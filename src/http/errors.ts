@@ -6,6 +6,19 @@
  * that reaches the edge is a 500 `internal_error` with no detail.
  */
 
+import type { Response } from 'express';
+
+/**
+ * Writes a JSON answer with exactly this status. Not `res.json()`: Express would turn any 2xx
+ * answer to a GET with `If-None-Match: *` into a bodiless 304 (its `req.fresh`), an answer the
+ * route never declared. The operations that honour conditional requests answer 304 themselves.
+ */
+export function sendJson(res: Response, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.status(status).set('Content-Type', 'application/json; charset=utf-8').set('Content-Length', String(Buffer.byteLength(text, 'utf8')));
+  res.end(text);
+}
+
 export interface ErrorBody {
   error: string;
   message?: string;

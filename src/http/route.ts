@@ -6,7 +6,7 @@ import type { Principal, TokenKind } from '../auth/principal.js';
 import type { Deployment } from '../config.js';
 import type { OrganisationRecord } from '../modules/organisation/entities.js';
 import { isErrorCode, type ErrorCode } from './error-codes.js';
-import { ApiError, invalidRequest, methodNotAllowed, payloadTooLarge, unsupportedMediaType } from './errors.js';
+import { ApiError, invalidRequest, methodNotAllowed, payloadTooLarge, sendJson, unsupportedMediaType } from './errors.js';
 import type { RateLimitRule } from './rate-limit.js';
 import { compile, describeError, errorBodySchema, type Schema } from './schema.js';
 
@@ -235,6 +235,26 @@ function declaredLengthAtMost(limitBytes: number): RequestHandler {
   };
 }
 
+/**
+ * How deep a request body may nest. Checked without recursion before anything recursive (the
+ * schema's validation, canonical JSON, merging, redaction, `JSON.stringify`) touches the body,
+ * which would otherwise overflow the stack on a body nested thousands deep (a 500). Documents of
+ * this API nest a dozen levels at most.
+ */
+export const MAX_BODY_DEPTH = 64;
+
+function refuseDeepNesting(body: unknown): void {
+  const pending: [unknown, number][] = [[body, 1]];
+  while (pending.length) {
+    const [value, depth] = pending.pop()!;
+    if (value === null || typeof value !== 'object') continue;
+    if (depth > MAX_BODY_DEPTH) throw invalidRequest(`the request body nests deeper than ${MAX_BODY_DEPTH} levels`, { field: 'body' });
+    for (const child of Array.isArray(value) ? value : Object.values(value)) {
+      if (child !== null && typeof child === 'object') pending.push([child, depth + 1]);
+    }
+  }
+}
+
 function validator(where: 'params' | 'query' | 'body', schema: Schema | undefined) {
   if (!schema) return undefined;
   const validate: ValidateFunction = compile(schema, where === 'body' ? 'body' : 'text');
@@ -330,6 +350,7 @@ export class RouteRegistry {
         if (!route.schemas.body && hasBody(req) && req.body !== undefined && Object.keys(req.body as object).length > 0) {
           throw invalidRequest('this operation takes no request body');
         }
+        if (req.body !== undefined) refuseDeepNesting(req.body);
         if (route.precheck && req.body !== undefined) route.precheck(req.body);
         const input = {
           params: params ? params({ ...req.params }) : undefined,
@@ -344,7 +365,7 @@ export class RouteRegistry {
         if (!reply || res.headersSent) return;
         if (reply.headers) res.set(reply.headers);
         if (reply.body === undefined) res.status(reply.status).end();
-        else res.status(reply.status).json(reply.body);
+        else sendJson(res, reply.status, reply.body);
       } catch (error) {
         next(error);
       }

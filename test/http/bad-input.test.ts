@@ -1,6 +1,7 @@
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Response } from 'supertest';
+import { DEFAULT_POLICY } from '../../policies/default-policy.js';
 import { createPerson, enrolDevice, type EnrolledDevice } from '../support/devices.js';
 import { personHeaders, twoOrganisations, type TwoOrganisations } from '../support/organisations.js';
 import { call, expectDeclaredAnswer, startPlatform, type TestPlatform } from '../support/platform.js';
@@ -155,5 +156,57 @@ describe('request bodies that cannot be read', () => {
       expect({ path, status: res.status, error: res.body.error }).toEqual({ path, status: 400, error: 'invalid_request' });
     }
     noUnexpectedFailure();
+  });
+});
+
+describe('bodies nested too deep for anything recursive', () => {
+  const deep = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+  /** A valid body as JSON text, with `deep(depth)` where the marker stands. */
+  const withDeep = (body: unknown, depth: number) => JSON.stringify(body).replace('"__deep__"', deep(depth));
+
+  it.each([70, 5_000, 50_000])('refuses %i levels in any free-form field with 400, never a failure', async (depth) => {
+    const project = await platform.services.projects.create(orgs.organisation.id, { name: `Deep ${depth}` });
+    const now = platform.clock.now().toISOString();
+    const device = { Authorization: `Bearer ${(await enrolDevice(platform, { organisationId: orgs.organisation.id, personId: (await createPerson(platform, orgs.organisation.id)).id })).tokens.access_token}` };
+    const cases: [string, 'put' | 'post', string, Record<string, string>, unknown][] = [
+      ['policy settings', 'put', '/policy/v1/organisation', owner, { ...DEFAULT_POLICY, settings: { nested: '__deep__' } }],
+      ['project override', 'put', `/policy/v1/projects/${project.id}`, owner, { inference: '__deep__' }],
+      [
+        'ingest event data',
+        'post',
+        '/ingest/v1',
+        device,
+        { schemaVersion: 1, projectId: project.id, workspaceId: 'ws-deep', sentAt: now, cursors: { events: 0 }, events: [{ seq: 1, id: 'e1', at: now, kind: 'k', data: '__deep__' }] },
+      ],
+      [
+        'ingest schemaVersion',
+        'post',
+        '/ingest/v1',
+        device,
+        { schemaVersion: '__deep__', projectId: project.id, workspaceId: 'ws-deep', sentAt: now, cursors: { events: 0 } },
+      ],
+      [
+        'join manifest',
+        'post',
+        '/relay/v1/device/join',
+        {},
+        { key: 'platform_jk_0000000000000000_not-a-key', name: 'n', manifest: { schemaVersion: 1, nodeId: 'n', name: 'n', kind: 'node', owner: { type: 'user' }, extra: '__deep__' } },
+      ],
+    ];
+    for (const [name, method, path, headers, body] of cases) {
+      const res = await call(platform, method, path, { host: orgs.host, headers, raw: { type: 'application/json', data: withDeep(body, depth) } });
+      expect({ name, status: res.status, body: res.body }).toEqual({
+        name,
+        status: 400,
+        body: { error: 'invalid_request', message: 'the request body nests deeper than 64 levels', field: 'body' },
+      });
+    }
+    noUnexpectedFailure();
+  });
+
+  it('takes free-form values nested within the limit', async () => {
+    const project = await platform.services.projects.create(orgs.organisation.id, { name: 'Nested within' });
+    const res = await call(platform, 'put', `/policy/v1/projects/${project.id}`, { host: orgs.host, headers: owner, raw: { type: 'application/json', data: withDeep({ inference: '__deep__' }, 60) } });
+    expect(res.status).toBe(200);
   });
 });

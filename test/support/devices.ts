@@ -1,5 +1,5 @@
 import * as DPoP from 'dpop';
-import type { TestPlatform } from './platform.js';
+import { call, type TestPlatform } from './platform.js';
 import type { DeviceKind, DeviceRecord } from '../../src/modules/devices/entities.js';
 import { DeviceEntity } from '../../src/modules/devices/entities.js';
 import { scopeString } from '../../src/modules/devices/scopes.js';
@@ -63,4 +63,26 @@ export async function deviceHeaders(enrolled: EnrolledDevice, method: string, ur
   if (!enrolled.keys) return { Authorization: `Bearer ${token}` };
   const proof = await DPoP.generateProof(enrolled.keys, url, method, options.nonce, token);
   return { Authorization: `DPoP ${token}`, DPoP: proof };
+}
+
+/**
+ * A workbench enrolled through the real device-code flow (self-hosted): it asks for a code, a
+ * person with `approver` headers looks it up and approves it, the device polls for its tokens.
+ */
+export async function enrolThroughDeviceCode(
+  platform: TestPlatform,
+  host: string,
+  approver: Record<string, string>,
+  options: { name?: string; headers?: Record<string, string> } = {},
+): Promise<TokenAnswer> {
+  const headers = options.headers ?? {};
+  const code = await call(platform, 'post', '/relay/v1/device/code', { host, headers, body: { workspaceId: 'ws-enrolled', name: options.name ?? 'Enrolled workbench' } });
+  if (code.status !== 200) throw new Error(`device code: ${code.status} ${JSON.stringify(code.body)}`);
+  for (const step of ['look-up', 'approve']) {
+    const res = await call(platform, 'post', `/platform/v1/device-approvals/${step}`, { host, headers: { ...headers, ...approver }, body: { userCode: code.body.user_code } });
+    if (res.status !== 200) throw new Error(`${step}: ${res.status} ${JSON.stringify(res.body)}`);
+  }
+  const tokens = await call(platform, 'post', '/relay/v1/device/token', { host, headers, body: { device_code: code.body.device_code } });
+  if (tokens.status !== 200) throw new Error(`device token: ${tokens.status} ${JSON.stringify(tokens.body)}`);
+  return tokens.body as TokenAnswer;
 }

@@ -17,7 +17,9 @@ function precheckEnvelope(body: unknown, limits: IngestLimits): void {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalidRequest('the body must be an ingest envelope object', { field: 'body' });
   const envelope = body as Record<string, unknown>;
   if (envelope.schemaVersion !== undefined && envelope.schemaVersion !== 1) {
-    throw new ApiError(400, 'unsupported_schema_version', `schemaVersion ${JSON.stringify(envelope.schemaVersion)} is not supported; this service accepts schemaVersion 1`, {
+    // Named only when it is a plain number: the value may be anything, nested to any depth.
+    const shown = typeof envelope.schemaVersion === 'number' ? ` ${envelope.schemaVersion}` : '';
+    throw new ApiError(400, 'unsupported_schema_version', `schemaVersion${shown} is not supported; this service accepts schemaVersion 1`, {
       extra: { field: 'body.schemaVersion', supported: [1] },
     });
   }
