@@ -125,7 +125,9 @@ function operation(route: RouteDefinition, profile: DeploymentProfile): Record<s
   const parameters = [
     ...parametersOf('path', route.schemas.params),
     ...parametersOf('query', route.schemas.query),
-    ...Object.entries(route.headers ?? {}).map(([name, header]) => ({
+    ...Object.entries(route.headers ?? {})
+      .filter(([, header]) => !header.onlyWith || acceptedKinds(route, profile).includes(header.onlyWith))
+      .map(([name, header]) => ({
       name,
       in: 'header',
       required: header.required ?? false,

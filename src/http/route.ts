@@ -32,6 +32,9 @@ export interface HeaderSpec {
   description: string;
   required?: boolean;
   schema: Schema;
+  /** Read only with this token kind: documented only where the deployment accepts it here
+   * (`X-Platform-Organisation` goes with Cloud sessions). */
+  onlyWith?: TokenKind;
 }
 
 export interface RouteSchemas {

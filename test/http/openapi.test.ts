@@ -114,11 +114,13 @@ describe('what the document promises', () => {
     }
   });
 
-  it('lists, per operation, only the token kinds this deployment accepts', async () => {
+  it('lists, per operation, only the token kinds this deployment accepts, and no header only they would read', async () => {
     const { body } = await call(platform, 'get', '/openapi.json');
     const text = JSON.stringify(body.paths);
     expect(text).not.toContain('"cloudSession"');
     expect(text).toContain('"personToken"');
+    // Read with Cloud sessions only, which this deployment does not accept.
+    expect(text).not.toContain('"X-Platform-Organisation"');
   });
 
   it('documents 403 where a scope or a role can refuse', async () => {
@@ -142,7 +144,7 @@ describe('the Cloud document', () => {
     const { body } = await call(cloud, 'get', '/openapi.json');
     expect(Object.keys(body.components.securitySchemes).sort()).toEqual(['deviceDpop', 'deviceToken']);
     const text = JSON.stringify(body);
-    for (const absent of ['personToken', 'cloudSession', 'runCredential', 'unknown_tenant']) expect(text).not.toContain(absent);
+    for (const absent of ['personToken', 'cloudSession', 'runCredential', 'unknown_tenant', '"X-Platform-Organisation"']) expect(text).not.toContain(absent);
     // Operations only people could call are not served on Cloud yet: not listed, and 404.
     expect(body.paths['/platform/v1/join-keys']).toBeUndefined();
     expect(body.paths['/policy/v1'].get.security).toEqual([{ deviceToken: [] }, { deviceDpop: [] }]);

@@ -26,6 +26,7 @@ const organisationHeader = {
   'X-Platform-Organisation': {
     description: "Cloud only, with a person's access token: the organisation id the request is for.",
     schema: { type: 'string' },
+    onlyWith: 'cloud-session',
   },
 } as const;
 

@@ -71,6 +71,7 @@ const common = {
     'X-Platform-Organisation': {
       description: "Cloud only, with a person's access token: the organisation the device joins.",
       schema: { type: 'string' },
+      onlyWith: 'cloud-session',
     },
   },
   schemas: { body: userCodeRequestSchema },

@@ -18,6 +18,7 @@ export function organisationRoutes(): RouteDefinition[] {
         'X-Platform-Organisation': {
           description: "Cloud only, with a person's access token: the organisation id the request is for.",
           schema: { type: 'string' },
+          onlyWith: 'cloud-session',
         },
       },
       schemas: {},

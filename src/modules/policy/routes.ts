@@ -16,6 +16,7 @@ const ORGANISATION_HEADER = {
   'X-Platform-Organisation': {
     description: "Cloud only, with a person's access token: the organisation id the request is for.",
     schema: { type: 'string' },
+    onlyWith: 'cloud-session',
   },
 } as const;
 
