@@ -301,6 +301,13 @@ describe('the Helm chart', () => {
     expect(() => new Model(monitor).validate()).not.toThrow();
   });
 
+  it('schedules the migration Job where the service runs', async () => {
+    const chart = await render([example('production.yaml')], { nodeSelector: { pool: 'api' }, tolerations: [{ key: 'dedicated', operator: 'Exists' }] });
+    for (const workload of [chart.find<Workload>('Deployment'), chart.find<Workload>('Job')]) {
+      expect(workload.spec.template.spec).toMatchObject({ nodeSelector: { pool: 'api' }, tolerations: [{ key: 'dedicated', operator: 'Exists' }] });
+    }
+  });
+
   it('rolls the pods when a setting changes', async () => {
     const before = rendered.get('default values')!.find<Workload>('Deployment').spec.template.metadata.annotations!;
     const after = (await render([], { 'config.LOG_LEVEL': 'debug' })).find<Workload>('Deployment').spec.template.metadata.annotations!;

@@ -169,3 +169,19 @@ imagePullSecrets:
 securityContext:
   {{- toYaml .Values.podSecurityContext | nindent 2 }}
 {{- end -}}
+
+{{/* Where the pods may run: the service's and the migration Job's alike. */}}
+{{- define "platform.scheduling" -}}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
