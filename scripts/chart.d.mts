@@ -8,4 +8,5 @@ export declare function renderChart(
   set?: Record<string, unknown>,
   options?: { release?: string; namespace?: string },
 ): Promise<{ ok: boolean; manifest: string; error: string }>;
+export declare function releaseNotes(valuesFiles?: string[], set?: Record<string, unknown>): Promise<string>;
 export declare function generatedReadme(): string;

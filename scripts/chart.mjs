@@ -48,6 +48,16 @@ export async function renderChart(valuesFiles = [], set = {}, { release = 'platf
   return { ok: status === 0, manifest: stdout, error: stderr.trim() };
 }
 
+/** NOTES.txt as `helm install` prints it (a client-side dry run: no cluster is asked). */
+export async function releaseNotes(valuesFiles = [], set = {}) {
+  const { status, stdout, stderr } = await runHelm([
+    'install', 'platform', CHART, '--dry-run=client', '--namespace', 'platform', ...valuesArgs(valuesFiles, set),
+  ]);
+  if (status !== 0) throw new Error(`helm install --dry-run=client failed: ${stderr.trim()}`);
+  const start = stdout.indexOf('NOTES:\n');
+  return start < 0 ? '' : stdout.slice(start + 'NOTES:\n'.length);
+}
+
 /** The chart README as the generator writes it from values.yaml's `## @param` comments. */
 export function generatedReadme() {
   const require = createRequire(import.meta.url);

