@@ -242,3 +242,49 @@ export function loadConfig(env: Env = process.env): Config {
     },
   };
 }
+
+/** One environment variable `loadConfig` reads, for the README's table and the Helm chart. */
+export interface ConfigVariable {
+  name: string;
+  /** Holds a credential or a key: the Helm chart keeps it in a Secret, never in a ConfigMap. */
+  secret: boolean;
+  /** The value that applies when the variable is unset, as the README's table writes it; none: undefined. */
+  default: string | undefined;
+}
+
+/**
+ * Every variable `loadConfig` reads. test/deploy/config-variables.test.ts fails when this list,
+ * `loadConfig`, the README's configuration table and the chart (charts/platform/values.yaml and
+ * values.schema.json) disagree, and when a listed default is not what `loadConfig` applies.
+ */
+export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
+  { name: 'PLATFORM_DEPLOYMENT', secret: false, default: 'self-hosted' },
+  { name: 'PLATFORM_BASE_URL', secret: false, default: undefined },
+  { name: 'PORT', secret: false, default: '3000' },
+  { name: 'HOST', secret: false, default: '0.0.0.0' },
+  { name: 'DATABASE_URL', secret: true, default: 'sqlite:./data/platform.sqlite' },
+  { name: 'REDIS_URL', secret: true, default: undefined },
+  { name: 'LOG_LEVEL', secret: false, default: 'info' },
+  { name: 'TRUST_PROXY', secret: false, default: 'false' },
+  { name: 'JSON_BODY_LIMIT', secret: false, default: '1mb' },
+  { name: 'OIDC_CLOCK_SKEW_SECONDS', secret: false, default: '30' },
+  { name: 'OIDC_JWKS_COOLDOWN_MS', secret: false, default: '30000' },
+  { name: 'OIDC_JWKS_MAX_AGE_MS', secret: false, default: '600000' },
+  { name: 'OIDC_HTTP_TIMEOUT_MS', secret: false, default: '5000' },
+  { name: 'OIDC_ALLOW_HTTP_LOOPBACK', secret: false, default: 'false' },
+  { name: 'PLATFORM_BOOTSTRAP_LOCALHOST', secret: false, default: 'true' },
+  { name: 'MIGRATE_ON_START', secret: false, default: 'true' },
+  { name: 'RATE_LIMITS_ENABLED', secret: false, default: 'true' },
+  { name: 'DEVICE_ACCESS_TOKEN_TTL_SECONDS', secret: false, default: '3600' },
+  { name: 'DEVICE_REFRESH_TOKEN_TTL_SECONDS', secret: false, default: '2592000' },
+  { name: 'DEVICE_REFRESH_GRACE_SECONDS', secret: false, default: '10' },
+  { name: 'DEVICE_CODE_TTL_SECONDS', secret: false, default: '600' },
+  { name: 'DEVICE_POLL_INTERVAL_SECONDS', secret: false, default: '5' },
+  { name: 'DPOP_PROOF_WINDOW_SECONDS', secret: false, default: '60' },
+  { name: 'DPOP_FUTURE_SKEW_SECONDS', secret: false, default: '5' },
+  { name: 'DPOP_REQUIRE_NONCE', secret: false, default: 'false' },
+  { name: 'DPOP_NONCE_SECRET', secret: true, default: undefined },
+  { name: 'DPOP_NONCE_LIFETIME_SECONDS', secret: false, default: '300' },
+  { name: 'INGEST_MAX_BYTES', secret: false, default: '4mb' },
+  { name: 'INGEST_MAX_ITEMS', secret: false, default: '5000' },
+];
