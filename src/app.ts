@@ -96,8 +96,9 @@ export function buildApp(deps: AppDependencies): Platform {
   const registry = new RouteRegistry();
   registry.add(...healthRoutes(probes), ...discoveryRoutes(config), ...organisationRoutes());
   const projects = new ProjectService(dataSource, clock);
-  registry.add(...policyRoutes(new PolicyService(dataSource, clock, logger, projects)));
-  registry.add(...ingestRoutes(new IngestService(dataSource, clock, projects), new IngestReader(dataSource), config.ingest));
+  const policies = new PolicyService(dataSource, clock, logger, projects, config.json);
+  registry.add(...policyRoutes(policies, config.policy));
+  registry.add(...ingestRoutes(new IngestService(dataSource, clock, policies), new IngestReader(dataSource, { maxDepth: config.json.maxDepth, maxKeys: config.ingest.maxJsonKeys, maxStringLength: config.ingest.maxStringLength }), config.ingest));
   registry.add(...joinRoutes({ joinKeys, dpop }), ...tokenRoutes({ tokens: deviceTokens, dpop }), ...deviceAdminRoutes({ joinKeys, devices: deviceStore, tokens: deviceTokens }));
   registry.add(...deviceCodeRoutes({ deviceCodes, dpop, config }), ...approvalRoutes(deviceCodes));
   registry.add(
@@ -157,6 +158,7 @@ export function buildApp(deps: AppDependencies): Platform {
         return parsers;
       },
       defaultBodyLimitBytes: config.jsonBodyLimitBytes,
+      defaultJsonLimits: config.json,
       tenancy: tenancy(config.deployment, organisations),
       authenticate: authentication(resolvers, config.deployment),
     },

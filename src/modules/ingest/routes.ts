@@ -10,6 +10,10 @@ import type { IngestEnvelope, IngestService } from './service.js';
 export interface IngestLimits {
   maxBytes: number;
   maxItems: number;
+  /** INGEST_MAX_KEYS: an envelope legitimately holds thousands of items of several keys each. */
+  maxJsonKeys: number;
+  /** INGEST_MAX_STRING_LENGTH: an agent's answer or a command's output may be long. */
+  maxStringLength: number;
 }
 
 /** Checked before the envelope's items are validated, so the first refusal is the clearest. */
@@ -182,6 +186,7 @@ export function ingestRoutes(service: IngestService, reader: IngestReader, limit
       auth: ['device'],
       deviceScope: 'ingest:write',
       bodyLimitBytes: limits.maxBytes,
+      jsonLimits: { maxKeys: limits.maxJsonKeys, maxStringLength: limits.maxStringLength },
       precheck: (body) => precheckEnvelope(body, limits),
       schemas: { body: ingestEnvelopeSchema },
       responses: { 200: { description: 'What was newly stored and the cursors to resume from.', schema: ingestAnswerSchema } },
