@@ -11,6 +11,7 @@ import { DeviceTokenResolver } from './auth/device-token.js';
 import { DpopVerifier, randomNonceSecret } from './auth/dpop.js';
 import { MemoryReplayCache } from '../adapters/state/memory-replay-cache.js';
 import { RedisReplayCache } from '../adapters/state/redis-replay-cache.js';
+import { RedisRateLimitStores } from '../adapters/state/redis-rate-limit.js';
 import { DeviceStore } from './modules/devices/store.js';
 import { DeviceTokenService } from './modules/devices/tokens.js';
 import { JoinKeyService } from './modules/devices/join-keys.js';
@@ -29,9 +30,9 @@ import { errorHandler, notFoundHandler, requestId, requestLogger } from './http/
 import { buildOpenApi } from './http/openapi.js';
 import { defineRoute, RouteRegistry } from './http/route.js';
 import { tenancy } from './http/tenancy.js';
-import { memoryStores, RateLimits, redisStores } from './http/rate-limit.js';
+import { memoryStores, RateLimits } from './http/rate-limit.js';
 import { discoveryRoutes } from './modules/discovery/routes.js';
-import { databaseProbe, healthRoutes, type ReadinessProbe } from './modules/health/routes.js';
+import { databaseProbe, healthRoutes, migrationsProbe, type ReadinessProbe } from './modules/health/routes.js';
 import { organisationRoutes } from './modules/organisation/routes.js';
 import { OrganisationService } from './modules/organisation/service.js';
 import { policyRoutes } from './modules/policy/routes.js';
@@ -82,22 +83,25 @@ export function buildApp(deps: AppDependencies): Platform {
   ];
   if (config.deployment === 'self-hosted') resolvers.push(new PersonTokenResolver(verifier, organisations));
 
-  const probes: ReadinessProbe[] = [databaseProbe(dataSource)];
   const redis = deps.redis;
-  probes.push({
-    name: 'redis',
-    check: async () => {
-      if (!redis) return 'not configured';
-      await redis.ping();
-      return 'ok';
+  const redisRateLimits = redis ? new RedisRateLimitStores(redis) : undefined;
+  const probes: ReadinessProbe[] = [
+    databaseProbe(dataSource),
+    migrationsProbe(dataSource),
+    { name: 'redis', check: async () => (redis ? (await redis.ping(), 'ok') : 'not configured') },
+    {
+      name: 'rateLimits',
+      check: async () => (!config.rateLimitsEnabled ? 'disabled' : redisRateLimits ? redisRateLimits.check() : 'in process'),
     },
-  });
+    { name: 'replayCache', check: async () => (replay instanceof RedisReplayCache ? replay.check() : 'in process') },
+  ];
 
   const registry = new RouteRegistry();
   registry.add(...healthRoutes(probes), ...discoveryRoutes(config), ...organisationRoutes());
   const projects = new ProjectService(dataSource, clock);
-  registry.add(...policyRoutes(new PolicyService(dataSource, clock, logger, projects)));
-  registry.add(...ingestRoutes(new IngestService(dataSource, clock, projects), new IngestReader(dataSource), config.ingest));
+  const policies = new PolicyService(dataSource, clock, logger, projects, config.json);
+  registry.add(...policyRoutes(policies, config.policy));
+  registry.add(...ingestRoutes(new IngestService(dataSource, clock, policies), new IngestReader(dataSource, { maxDepth: config.json.maxDepth, maxKeys: config.ingest.maxJsonKeys, maxStringLength: config.ingest.maxStringLength }), config.ingest));
   registry.add(...joinRoutes({ joinKeys, dpop }), ...tokenRoutes({ tokens: deviceTokens, dpop }), ...deviceAdminRoutes({ joinKeys, devices: deviceStore, tokens: deviceTokens }));
   registry.add(...deviceCodeRoutes({ deviceCodes, dpop, config }), ...approvalRoutes(deviceCodes));
   registry.add(
@@ -141,7 +145,7 @@ export function buildApp(deps: AppDependencies): Platform {
       xXssProtection: false,
     }),
   );
-  const rateLimits = new RateLimits(deps.redis ? redisStores(deps.redis) : memoryStores(), config.rateLimitsEnabled);
+  const rateLimits = new RateLimits(redisRateLimits ? redisRateLimits.stores() : memoryStores(), config.rateLimitsEnabled);
   const router = express.Router();
   registry.mount(
     router,
@@ -157,6 +161,7 @@ export function buildApp(deps: AppDependencies): Platform {
         return parsers;
       },
       defaultBodyLimitBytes: config.jsonBodyLimitBytes,
+      defaultJsonLimits: config.json,
       tenancy: tenancy(config.deployment, organisations),
       authenticate: authentication(resolvers, config.deployment),
     },

@@ -27,6 +27,12 @@ export interface Config {
   /** Express `trust proxy` value: false, true, a hop count, or a list of addresses/subnets. */
   trustProxy: boolean | number | string[];
   jsonBodyLimitBytes: number;
+  /** Bounds on every JSON body (and free-form JSON read back from storage); routes may declare their own. */
+  json: {
+    maxDepth: number;
+    maxKeys: number;
+    maxStringLength: number;
+  };
   discoveryMaxAgeSeconds: number;
   oidc: {
     /** Seconds of clock skew tolerated on `exp`/`nbf`/`iat` of person tokens. */
@@ -50,6 +56,14 @@ export interface Config {
     maxBytes: number;
     /** Most items (events, usage, audit, tasks together) in one envelope. */
     maxItems: number;
+    /** Most object keys and array items in one envelope (JSON_MAX_KEYS is for ordinary bodies). */
+    maxJsonKeys: number;
+    /** Longest string in an envelope (an agent's answer or a command's output may be long). */
+    maxStringLength: number;
+  };
+  policy: {
+    /** Publishing and restoring need `If-Match` (428 without it). */
+    requireIfMatch: boolean;
   };
   devices: {
     accessTokenTtlSeconds: number;
@@ -211,6 +225,12 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     trustProxy: trustProxy(env),
     jsonBodyLimitBytes: byteSize(env, 'JSON_BODY_LIMIT', 1024 * 1024),
+    json: {
+      // Below 8 levels a policy document (tools.servers[].tools.<name>) could not be published.
+      maxDepth: integer(env, 'JSON_MAX_DEPTH', 32, 8, 256),
+      maxKeys: integer(env, 'JSON_MAX_KEYS', 10_000, 100, 1_000_000),
+      maxStringLength: integer(env, 'JSON_MAX_STRING_LENGTH', 65_536, 1_024, 64 * 1024 * 1024),
+    },
     discoveryMaxAgeSeconds: 300,
     oidc: {
       clockSkewSeconds: integer(env, 'OIDC_CLOCK_SKEW_SECONDS', 30, 0, 300),
@@ -225,6 +245,11 @@ export function loadConfig(env: Env = process.env): Config {
     ingest: {
       maxBytes: byteSize(env, 'INGEST_MAX_BYTES', 4 * 1024 * 1024),
       maxItems: integer(env, 'INGEST_MAX_ITEMS', 5000, 1, 100_000),
+      maxJsonKeys: integer(env, 'INGEST_MAX_KEYS', 250_000, 100, 10_000_000),
+      maxStringLength: integer(env, 'INGEST_MAX_STRING_LENGTH', 1024 * 1024, 1_024, 64 * 1024 * 1024),
+    },
+    policy: {
+      requireIfMatch: boolean(env, 'POLICY_REQUIRE_IF_MATCH', false),
     },
     devices: {
       accessTokenTtlSeconds: integer(env, 'DEVICE_ACCESS_TOKEN_TTL_SECONDS', 3600, 60, 86_400),
@@ -287,4 +312,10 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'DPOP_NONCE_LIFETIME_SECONDS', secret: false, default: '300' },
   { name: 'INGEST_MAX_BYTES', secret: false, default: '4mb' },
   { name: 'INGEST_MAX_ITEMS', secret: false, default: '5000' },
+  { name: 'JSON_MAX_DEPTH', secret: false, default: '32' },
+  { name: 'JSON_MAX_KEYS', secret: false, default: '10000' },
+  { name: 'JSON_MAX_STRING_LENGTH', secret: false, default: '65536' },
+  { name: 'INGEST_MAX_KEYS', secret: false, default: '250000' },
+  { name: 'INGEST_MAX_STRING_LENGTH', secret: false, default: '1048576' },
+  { name: 'POLICY_REQUIRE_IF_MATCH', secret: false, default: 'false' },
 ];

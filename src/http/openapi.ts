@@ -62,6 +62,10 @@ const STATUS_TEXT: Record<number, string> = {
   500: 'Unexpected failure (`internal_error`); no detail is given.',
 };
 
+/** Every JSON body is bounded (src/http/json-bounds.ts) before it is validated. */
+const JSON_TOO_COMPLEX_TEXT =
+  'A JSON body nested too deeply, holding too many keys and items, or a string too long is refused with `json_too_complex` (naming the limit and the field); 413 remains for byte size.';
+
 /** Replace named schemas by `$ref`s, recursively, so components are described once. */
 function refs(schema: unknown, top = true): unknown {
   if (Array.isArray(schema)) return schema.map((item) => refs(item, false));
@@ -128,8 +132,9 @@ function operation(route: RouteDefinition, deployment: 'cloud' | 'self-hosted'):
       }
       responses[String(status)] = answer;
     } else {
+      const text = STATUS_TEXT[status] ?? 'Error.';
       responses[String(status)] = {
-        description: STATUS_TEXT[status] ?? 'Error.',
+        description: status === 400 && route.schemas.body ? `${text} ${JSON_TOO_COMPLEX_TEXT}` : text,
         content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
       };
     }

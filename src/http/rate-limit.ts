@@ -1,14 +1,12 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ipKeyGenerator, rateLimit, type Store } from 'express-rate-limit';
-import type { Redis } from 'ioredis';
-import { RedisStore } from 'rate-limit-redis';
 import { ApiError, temporarilyUnavailable } from './errors.js';
 
 /**
  * Rate limits (express-rate-limit). Counters live in this process, or in Redis when REDIS_URL
- * is set so that every replica counts together. A limit keyed by network address runs before
- * tenancy and authentication, so refused requests cost almost nothing; a limit keyed by person
- * runs right after authentication.
+ * is set so that every replica counts together (adapters/state/redis-rate-limit.ts). A limit
+ * keyed by network address runs before tenancy and authentication, so refused requests cost
+ * almost nothing; a limit keyed by person runs right after authentication.
  */
 
 export interface RateLimitRule {
@@ -23,14 +21,6 @@ export type RateLimitStoreFactory = (rule: RateLimitRule) => Store | undefined;
 
 export function memoryStores(): RateLimitStoreFactory {
   return () => undefined; // express-rate-limit's own MemoryStore
-}
-
-export function redisStores(redis: Redis): RateLimitStoreFactory {
-  return (rule) =>
-    new RedisStore({
-      prefix: `platform:rl:${rule.name}:`,
-      sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as never,
-    });
 }
 
 export const tooManyRequests = (retryAfterSeconds: number): ApiError =>

@@ -5,6 +5,7 @@ import { match, type MatchFunction } from 'path-to-regexp';
 import type { Principal, TokenKind } from '../auth/principal.js';
 import type { OrganisationRecord } from '../modules/organisation/entities.js';
 import { ApiError, invalidRequest, payloadTooLarge, unsupportedMediaType } from './errors.js';
+import { boundedBody, type JsonLimits } from './json-bounds.js';
 import type { RateLimitRule } from './rate-limit.js';
 import { compile, describeError, errorBodySchema, type Schema } from './schema.js';
 
@@ -82,6 +83,9 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
    * is checked before anything else and the body is read only after rate limits, tenancy and
    * authentication, so a refused request or a stranger's large upload costs almost nothing. */
   bodyLimitBytes?: number;
+  /** Depth, key and string limits of its JSON body instead of the configured ones (JSON_MAX_*),
+   * tighter or, for a route whose bodies are legitimately large (ingest), looser. */
+  jsonLimits?: Partial<JsonLimits>;
   /** The handler may refuse with 403 `forbidden` (the caller's role); documented, not enforced here. */
   forbids?: boolean;
   /** Runs on the parsed body before schema validation, for refusals that must come first. */
@@ -105,6 +109,8 @@ export interface RouteLayers {
   bodyParsers: (route: RouteDefinition, limitBytes: number) => RequestHandler[];
   /** JSON_BODY_LIMIT: the limit of routes that set none of their own. */
   defaultBodyLimitBytes: number;
+  /** JSON_MAX_DEPTH, JSON_MAX_KEYS, JSON_MAX_STRING_LENGTH: for routes that declare none of their own. */
+  defaultJsonLimits: JsonLimits;
   tenancy: RequestHandler;
   authenticate: (route: RouteDefinition) => RequestHandler;
 }
@@ -178,6 +184,9 @@ export class RouteRegistry {
       if (route.auth !== 'public') chain.push(layers.authenticate(route));
       for (const rule of limits.filter((r) => r.by === 'person')) chain.push(layers.rateLimit(rule));
       chain.push(...layers.bodyParsers(route, bodyLimit));
+      // Before the precheck, validation and anything else that may recurse into the body. (A route
+      // that takes no body refuses one whatever it holds.)
+      if (route.schemas.body) chain.push(boundedBody({ ...layers.defaultJsonLimits, ...route.jsonLimits }));
       chain.push(this.handle(route));
       router[route.method](expressPath(route.path), ...chain);
     }

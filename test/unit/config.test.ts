@@ -32,6 +32,17 @@ describe('config', () => {
     });
   });
 
+  it('bounds JSON bodies by default, ingest envelopes more loosely, and leaves If-Match optional', () => {
+    const config = loadConfig({});
+    expect(config.json).toEqual({ maxDepth: 32, maxKeys: 10_000, maxStringLength: 65_536 });
+    expect(config.ingest).toMatchObject({ maxItems: 5000, maxJsonKeys: 250_000, maxStringLength: 1024 * 1024 });
+    expect(config.policy).toEqual({ requireIfMatch: false });
+    const set = loadConfig({ JSON_MAX_DEPTH: '64', JSON_MAX_KEYS: '500', JSON_MAX_STRING_LENGTH: '4096', INGEST_MAX_KEYS: '1000', INGEST_MAX_STRING_LENGTH: '2048', POLICY_REQUIRE_IF_MATCH: 'true' });
+    expect(set.json).toEqual({ maxDepth: 64, maxKeys: 500, maxStringLength: 4096 });
+    expect(set.ingest).toMatchObject({ maxJsonKeys: 1000, maxStringLength: 2048 });
+    expect(set.policy.requireIfMatch).toBe(true);
+  });
+
   it('reads TRUST_PROXY as Express understands it', () => {
     expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true);
     expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
@@ -52,6 +63,13 @@ describe('config', () => {
     [{ TRUST_PROXY: 'everyone' }, /^TRUST_PROXY: /],
     [{ JSON_BODY_LIMIT: 'huge' }, /^JSON_BODY_LIMIT: /],
     [{ OIDC_ALLOW_HTTP_LOOPBACK: 'maybe' }, /^OIDC_ALLOW_HTTP_LOOPBACK: /],
+    [{ JSON_MAX_DEPTH: '4' }, /^JSON_MAX_DEPTH: must be between 8 and 256/],
+    [{ JSON_MAX_DEPTH: '1000' }, /^JSON_MAX_DEPTH: must be between 8 and 256/],
+    [{ JSON_MAX_KEYS: 'many' }, /^JSON_MAX_KEYS: must be a whole number/],
+    [{ JSON_MAX_STRING_LENGTH: '10' }, /^JSON_MAX_STRING_LENGTH: must be between/],
+    [{ INGEST_MAX_KEYS: '0' }, /^INGEST_MAX_KEYS: /],
+    [{ INGEST_MAX_STRING_LENGTH: '-1' }, /^INGEST_MAX_STRING_LENGTH: /],
+    [{ POLICY_REQUIRE_IF_MATCH: 'sometimes' }, /^POLICY_REQUIRE_IF_MATCH: /],
   ])('refuses %j with one line naming the variable', (env, pattern) => {
     const message = refusal(env as Record<string, string>);
     expect(message).toMatch(pattern);

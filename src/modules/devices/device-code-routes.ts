@@ -3,6 +3,7 @@ import type { Config } from '../../config.js';
 import type { DpopVerifier } from '../../auth/dpop.js';
 import { NO_STORE, noStoreHeader, verifyTokenEndpointProof } from './token-endpoint.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
+import { jsonTooComplexFields } from '../../http/json-bounds.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import type { DeviceCodeService } from './device-code.js';
 import { oauthError } from './device-code.js';
@@ -117,7 +118,7 @@ export function deviceCodeRoutes({ deviceCodes, dpop, config }: DeviceCodeRouteO
         400: {
           description:
             'OAuth error with `error_description`: `authorization_pending`, `slow_down`, `expired_token`, `access_denied`, `invalid_grant`, ' +
-            '`invalid_dpop_proof`, `use_dpop_nonce` (with a `DPoP-Nonce` header), `unsupported_grant_type` or `invalid_request`.',
+            '`invalid_dpop_proof`, `use_dpop_nonce` (with a `DPoP-Nonce` header), `unsupported_grant_type` or `invalid_request`; `json_too_complex` for a JSON body over the depth, key or string limits.',
           schema: {
             type: 'object',
             description: 'OAuth error body (RFC 6749 5.2) in the spec\'s error shape (2.1).',
@@ -135,12 +136,14 @@ export function deviceCodeRoutes({ deviceCodes, dpop, config }: DeviceCodeRouteO
                   'use_dpop_nonce',
                   'unsupported_grant_type',
                   'invalid_request',
+                  'json_too_complex',
                 ],
                 description: 'Error code.',
               },
               error_description: { type: 'string', description: 'Plain-words explanation.' },
               message: { type: 'string', description: 'The same explanation, as every error body carries it.' },
-              field: { type: 'string', description: 'The request field at fault, on `invalid_request`.' },
+              field: { type: 'string', description: 'The request field at fault, on `invalid_request` and `json_too_complex`.' },
+              ...jsonTooComplexFields,
             },
             additionalProperties: false,
           },

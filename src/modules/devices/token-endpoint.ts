@@ -1,6 +1,7 @@
 import type { Request } from 'express';
 import { DpopError, requestHtu, type DpopVerifier } from '../../auth/dpop.js';
 import { ApiError } from '../../http/errors.js';
+import { jsonTooComplexFields } from '../../http/json-bounds.js';
 import type { Schema } from '../../http/schema.js';
 
 /**
@@ -41,10 +42,12 @@ export function oauthErrorAnswer(codes: readonly string[], description: string) 
       description: "OAuth error body (RFC 6749 5.2) in the spec's error shape (2.1).",
       required: ['error'],
       properties: {
-        error: { type: 'string', enum: [...codes], description: 'Error code.' },
+        // Every body these endpoints take is JSON (or a form): any may pass the JSON limits.
+        error: { type: 'string', enum: [...codes, 'json_too_complex'], description: 'Error code.' },
         error_description: { type: 'string', description: 'Plain-words explanation (absent on `invalid_request` from schema validation).' },
         message: { type: 'string', description: 'The same explanation, as every error body carries it.' },
-        field: { type: 'string', description: 'The request field at fault, on `invalid_request`.' },
+        field: { type: 'string', description: 'The request field at fault, on `invalid_request` and `json_too_complex`.' },
+        ...jsonTooComplexFields,
       },
       additionalProperties: false,
     } as Schema,

@@ -1,16 +1,24 @@
+import type { Request } from 'express';
 import { authorize, defineAbilityFor } from '../../../policies/index.js';
+import { actorOf } from '../../audit.js';
 import type { Principal } from '../../auth/principal.js';
 import { errorBodySchema } from '../../http/schema.js';
-import { defineRoute, type Reply, type RouteDefinition } from '../../http/route.js';
+import { defineRoute, type Reply, type ResponseSpec, type RouteDefinition } from '../../http/route.js';
 import type { OrganisationRecord } from '../organisation/entities.js';
 import {
   policyAnswerSchema,
   policyDocumentSchema,
   policyOverrideSchema,
+  policyPublishAnswerSchema,
   policyRevisionListSchema,
   projectIdSchema,
 } from './schemas.js';
-import type { EffectivePolicy, PolicyService, StoredRevision } from './service.js';
+import { preconditionRequired, type EffectivePolicy, type Preconditions, type PolicyService, type PublishOutcome, type StoredRevision } from './service.js';
+
+export interface PolicyRouteOptions {
+  /** POLICY_REQUIRE_IF_MATCH: publishing and restoring without `If-Match` is refused with 428. */
+  requireIfMatch: boolean;
+}
 
 const ORGANISATION_HEADER = {
   'X-Platform-Organisation': {
@@ -32,6 +40,32 @@ const revisionsQuery = {
   additionalProperties: false,
 } as const;
 
+const publishHeaders = {
+  ETag: { description: 'The revision now in effect, quoted: the `If-Match` of the next change.', schema: { type: 'string' } },
+  'Cache-Control': { description: '`no-store`.', schema: { type: 'string' } },
+} as const;
+
+const revisionNumberSchema = {
+  type: 'integer',
+  minimum: 1,
+  maximum: 2_147_483_647,
+  description: 'The number of the publish to restore (as listed by `…/revisions`).',
+} as const;
+
+const organisationRevisionParams = {
+  type: 'object',
+  required: ['number'],
+  properties: { number: revisionNumberSchema },
+  additionalProperties: false,
+} as const;
+
+const projectRevisionParams = {
+  type: 'object',
+  required: ['projectId', 'number'],
+  properties: { projectId: projectIdSchema, number: revisionNumberSchema },
+  additionalProperties: false,
+} as const;
+
 /** RFC 9110 13.1.2: weak comparison, a list of tags, or `*`. */
 function matchesEtag(header: string | undefined, etag: string): boolean {
   if (!header) return false;
@@ -49,6 +83,11 @@ function policyReply(answer: EffectivePolicy, ifNoneMatch?: string): Reply {
   return { status: 200, headers, body: answer };
 }
 
+function publishReply(outcome: PublishOutcome): Reply {
+  const headers = { ETag: `"${outcome.revision}"`, 'Cache-Control': 'no-store' };
+  return { status: 200, headers, body: outcome };
+}
+
 function revisionsReply(revisions: StoredRevision[]): Reply {
   return {
     status: 200,
@@ -61,7 +100,39 @@ function ability(principal: Principal | undefined) {
   return defineAbilityFor({ ...principal!, projectRoles: new Map() });
 }
 
-export function policyRoutes(policies: PolicyService): RouteDefinition[] {
+export function policyRoutes(policies: PolicyService, options: PolicyRouteOptions): RouteDefinition[] {
+  const writeHeaders = {
+    ...ORGANISATION_HEADER,
+    'If-Match': {
+      description:
+        'The ETag of the policy this change is based on (`GET /policy/v1`, with `projectId` for a project, or the answer of the last publish): the change is made only if it is still current, otherwise 412. ' +
+        (options.requireIfMatch ? 'Required on this deployment (428 without it).' : 'Optional on this deployment (POLICY_REQUIRE_IF_MATCH is off).'),
+      required: options.requireIfMatch,
+      schema: { type: 'string' },
+    },
+  } as const;
+  const writeResponses = (what: string): Record<number, ResponseSpec> => {
+    const responses: Record<number, ResponseSpec> = {
+    200: { description: `${what} Says whether it changed anything (\`changed\`).`, schema: policyPublishAnswerSchema, headers: publishHeaders },
+    409: { description: 'Another publish of this organisation happened at the same moment, three times over; publish again (`conflict`).', schema: errorBodySchema },
+    412: {
+      description: 'The policy changed since the ETag given in `If-Match` (`precondition_failed`); the answer\'s `ETag` is the current one. Nothing was stored.',
+      schema: errorBodySchema,
+      headers: { ETag: { description: 'The current revision, quoted.', schema: { type: 'string' } } },
+    },
+    };
+    // Only a deployment that requires If-Match can answer 428.
+    if (options.requireIfMatch) {
+      responses[428] = { description: 'This deployment requires `If-Match` on every publish and restore (`precondition_required`).', schema: errorBodySchema };
+    }
+    return responses;
+  };
+  /** `If-Match` as sent, after the deployment's rule that it be sent. */
+  const preconditions = (req: Request): Preconditions => {
+    const ifMatch = req.headers['if-match'];
+    if (ifMatch === undefined && options.requireIfMatch) throw preconditionRequired();
+    return { ifMatch };
+  };
   return [
     defineRoute({
       method: 'get',
@@ -104,22 +175,19 @@ export function policyRoutes(policies: PolicyService): RouteDefinition[] {
       operationId: 'publishOrganisationPolicy',
       summary: "Publish the organisation's policy",
       description:
-        "Owners and admins publish the whole document; it applies to every workbench from their next request. Kept as a new revision unless it equals the newest one. A document that does not validate is refused (400 naming the field) and the previous one stays. Answers the organisation's effective policy.",
+        "Owners and admins publish the whole document; it applies to every workbench from their next request. Kept as a new revision unless it equals the one that applies (then nothing is stored and the answer says `changed: false`). A document that does not validate is refused (400 naming the field) and the previous one stays. With `If-Match` (the ETag of `GET /policy/v1`) the publish is made only over that revision: 412 otherwise, so two people editing at once cannot overwrite each other. Answers the organisation's effective policy.",
       tag: 'Policy',
       extension: true,
       tenant: true,
       auth: ['person', 'cloud-session'],
       forbids: true,
-      headers: ORGANISATION_HEADER,
+      headers: writeHeaders,
       schemas: { body: policyDocumentSchema },
-      responses: {
-        200: { description: "The organisation's effective policy after the publish.", schema: policyAnswerSchema, headers: answerHeaders },
-        409: { description: 'Another publish of this organisation happened at the same moment, three times over; publish again (`conflict`).', schema: errorBodySchema },
-      },
-      handler: async ({ body, principal, tenant }) => {
+      responses: writeResponses("The organisation's effective policy after the publish."),
+      handler: async ({ body, principal, tenant, req }) => {
         const organisation: OrganisationRecord = tenant!;
         authorize(ability(principal), 'update', 'Policy', { organisationId: organisation.id });
-        return policyReply(await policies.publishOrganisation(organisation.id, principal!.personId, body));
+        return publishReply(await policies.publishOrganisation(organisation.id, actorOf(principal), body, preconditions(req)));
       },
     }),
     defineRoute({
@@ -128,25 +196,22 @@ export function policyRoutes(policies: PolicyService): RouteDefinition[] {
       operationId: 'publishProjectPolicy',
       summary: "Publish a project's policy override",
       description:
-        "Owners and admins of the organisation publish any part of the document for one project; it is merged over the organisation's policy (objects key by key, arrays and values replaced) and the result must validate. `{}` clears the override. Answers the project's effective policy.",
+        "Owners and admins of the organisation publish any part of the document for one project; it is merged over the organisation's policy (objects key by key, arrays and values replaced) and the result must validate. `{}` clears the override. An override equal to the one that applies is not stored again (`changed: false`). With `If-Match` (the ETag of `GET /policy/v1?projectId=…`, which changes with the organisation's policy too) the publish is made only over that revision, 412 otherwise. Answers the project's effective policy.",
       tag: 'Policy',
       extension: true,
       tenant: true,
       auth: ['person', 'cloud-session'],
       forbids: true,
-      headers: ORGANISATION_HEADER,
+      headers: writeHeaders,
       schemas: {
         params: { type: 'object', required: ['projectId'], properties: { projectId: projectIdSchema }, additionalProperties: false },
         body: policyOverrideSchema,
       },
-      responses: {
-        200: { description: "The project's effective policy after the publish.", schema: policyAnswerSchema, headers: answerHeaders },
-        409: { description: 'Another publish of this organisation happened at the same moment, three times over; publish again (`conflict`).', schema: errorBodySchema },
-      },
-      handler: async ({ params, body, principal, tenant }) => {
+      responses: writeResponses("The project's effective policy after the publish."),
+      handler: async ({ params, body, principal, tenant, req }) => {
         const organisation = tenant!;
         authorize(ability(principal), 'update', 'Policy', { organisationId: organisation.id, projectId: params.projectId });
-        return policyReply(await policies.publishProject(organisation.id, params.projectId, principal!.personId, body));
+        return publishReply(await policies.publishProject(organisation.id, params.projectId, actorOf(principal), body, preconditions(req)));
       },
     }),
     defineRoute({
@@ -190,6 +255,56 @@ export function policyRoutes(policies: PolicyService): RouteDefinition[] {
         const organisation = tenant!;
         authorize(ability(principal), 'update', 'Policy', { organisationId: organisation.id, projectId: params.projectId });
         return revisionsReply(await policies.revisions(organisation.id, params.projectId, query.limit ?? 20));
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/policy/v1/organisation/revisions/{number}/restore',
+      operationId: 'restoreOrganisationPolicyRevision',
+      summary: "Make an earlier publish of the organisation's policy current again",
+      description:
+        'Owners and admins: the document of publish `number` (of the organisation\'s policy) is published again, as a new publish; the history is kept. ' +
+        'It must still validate (409 `invalid_revision` otherwise). Equal to what applies: nothing is stored (`changed: false`). `If-Match` as for a publish. Takes no body.',
+      tag: 'Policy',
+      extension: true,
+      tenant: true,
+      auth: ['person', 'cloud-session'],
+      forbids: true,
+      headers: writeHeaders,
+      schemas: { params: organisationRevisionParams },
+      responses: {
+        ...writeResponses("The organisation's effective policy after the restore."),
+        409: { description: 'The publish no longer validates (`invalid_revision`), or another publish happened at the same moment three times over (`conflict`).', schema: errorBodySchema },
+      },
+      handler: async ({ params, principal, tenant, req }) => {
+        const organisation = tenant!;
+        authorize(ability(principal), 'update', 'Policy', { organisationId: organisation.id });
+        return publishReply(await policies.restore(organisation.id, null, params.number, actorOf(principal), preconditions(req)));
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/policy/v1/projects/{projectId}/revisions/{number}/restore',
+      operationId: 'restoreProjectPolicyRevision',
+      summary: "Make an earlier publish of a project's override current again",
+      description:
+        "Owners and admins of the organisation: the override of publish `number` (of this project) is published again, as a new publish. It must still validate, on its own and merged over the organisation's current policy (409 `invalid_revision` otherwise). " +
+        'Equal to what applies: nothing is stored (`changed: false`). `If-Match` as for a publish. Takes no body.',
+      tag: 'Policy',
+      extension: true,
+      tenant: true,
+      auth: ['person', 'cloud-session'],
+      forbids: true,
+      headers: writeHeaders,
+      schemas: { params: projectRevisionParams },
+      responses: {
+        ...writeResponses("The project's effective policy after the restore."),
+        409: { description: 'The publish no longer validates (`invalid_revision`), or another publish happened at the same moment three times over (`conflict`).', schema: errorBodySchema },
+      },
+      handler: async ({ params, principal, tenant, req }) => {
+        const organisation = tenant!;
+        authorize(ability(principal), 'update', 'Policy', { organisationId: organisation.id, projectId: params.projectId });
+        return publishReply(await policies.restore(organisation.id, params.projectId, params.number, actorOf(principal), preconditions(req)));
       },
     }),
   ];
