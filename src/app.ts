@@ -40,6 +40,8 @@ import { ProjectService } from './modules/projects/service.js';
 import { IngestReader } from './modules/ingest/read.js';
 import { ingestRoutes } from './modules/ingest/routes.js';
 import { IngestService } from './modules/ingest/service.js';
+import { pictureRoutes } from './modules/pictures/routes.js';
+import { PictureService } from './modules/pictures/service.js';
 import type { Clock } from './util/clock.js';
 
 export interface AppDependencies {
@@ -98,6 +100,7 @@ export function buildApp(deps: AppDependencies): Platform {
   const projects = new ProjectService(dataSource, clock);
   registry.add(...policyRoutes(new PolicyService(dataSource, clock, logger, projects)));
   registry.add(...ingestRoutes(new IngestService(dataSource, clock, projects), new IngestReader(dataSource), config.ingest));
+  registry.add(...pictureRoutes(new PictureService(dataSource, clock), projects));
   registry.add(...joinRoutes({ joinKeys, dpop }), ...tokenRoutes({ tokens: deviceTokens, dpop }), ...deviceAdminRoutes({ joinKeys, devices: deviceStore, tokens: deviceTokens }));
   registry.add(...deviceCodeRoutes({ deviceCodes, dpop, config }), ...approvalRoutes(deviceCodes));
   registry.add(
