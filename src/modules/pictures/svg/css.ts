@@ -49,7 +49,7 @@ function checkNode(node: CssNode, inFontSource: boolean, where: string): void {
     }
     case 'Function': {
       const name = node.name.toLowerCase();
-      if (!ALLOWED_CSS_FUNCTIONS.has(name)) refuse(`the CSS function ${shown(node.name)}() is not allowed`, where);
+      if (!ALLOWED_CSS_FUNCTIONS.has(name)) refuse(`the CSS function ${shown(`${node.name}()`)} is not allowed`, where);
       return;
     }
     case 'Url': {

@@ -40,6 +40,51 @@ interface Frame {
 
 const ANIMATION_ELEMENTS = new Set(['animate', 'animateMotion', 'animateTransform', 'set']);
 
+/**
+ * `<use>` draws a copy of what it points at, copies can hold further `<use>`s, and so a small
+ * picture can ask a browser to draw billions of elements ("xlink laughs"), or loop. The elements
+ * a picture would draw, copies included, are counted (each element once, with memory: an explicit
+ * stack, no recursion); a loop or more than this many is refused.
+ */
+const MAX_DRAWN_ELEMENTS = 100_000;
+
+function checkUseExpansion(root: XastElement, ids: ReadonlyMap<string, XastElement>): void {
+  const drawn = new Map<XastElement, number>();
+  const open = new Set<XastElement>();
+  const targetOf = (element: XastElement): XastElement | undefined => {
+    if (element.name !== 'use') return undefined;
+    const href = element.attributes.href ?? element.attributes['xlink:href'];
+    return href === undefined ? undefined : ids.get(href.trim().slice(1));
+  };
+  const stack: { element: XastElement; expanded: boolean }[] = [{ element: root, expanded: false }];
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1] as { element: XastElement; expanded: boolean };
+    const { element } = top;
+    const next = [...element.children.filter((child): child is XastElement => child.type === 'element')];
+    const target = targetOf(element);
+    if (target) next.push(target);
+    if (!top.expanded) {
+      if (drawn.has(element)) {
+        stack.pop();
+        continue;
+      }
+      top.expanded = true;
+      open.add(element);
+      for (const child of next) {
+        if (open.has(child)) throw new SvgRefusal('unsafe_svg', `<use> references form a loop (through #${target?.attributes.id ?? child.attributes.id ?? '?'})`, '/svg');
+        if (!drawn.has(child)) stack.push({ element: child, expanded: false });
+      }
+      continue;
+    }
+    stack.pop();
+    open.delete(element);
+    let total = 1;
+    for (const child of next) total += drawn.get(child) ?? 0;
+    if (total > MAX_DRAWN_ELEMENTS) throw new SvgRefusal('unsafe_svg', `<use> references would draw more than ${MAX_DRAWN_ELEMENTS} elements`, '/svg');
+    drawn.set(element, total);
+  }
+}
+
 function pathOf(frame: Frame): string {
   const labels: string[] = [];
   for (let at: Frame | undefined = frame; at; at = at.parent) labels.push(at.label);
@@ -101,6 +146,7 @@ export function inspectTree(children: readonly XastChild[]): ElementSignature[] 
   if (roots.length !== 1 || !root || root.name !== 'svg') throw new SvgRefusal('invalid_svg', 'the document must be one <svg> element', '/');
 
   const signatures: ElementSignature[] = [];
+  const ids = new Map<string, XastElement>();
   const stack: Frame[] = [{ element: root, parent: undefined, label: 'svg', depth: 1 }];
   while (stack.length > 0) {
     const frame = stack.pop() as Frame;
@@ -111,6 +157,9 @@ export function inspectTree(children: readonly XastChild[]): ElementSignature[] 
     if (frame.depth > MAX_ELEMENT_DEPTH) throw new SvgRefusal('unsafe_svg', `elements nested deeper than ${MAX_ELEMENT_DEPTH} are not allowed`, where());
     for (const [name, value] of Object.entries(element.attributes)) checkAttribute(element, name, value, where);
     signatures.push({ name: element.name, attributes: element.attributes, path: where });
+    const id = element.attributes.id;
+    // A repeated id refers to its first element, as getElementById answers.
+    if (id !== undefined && !ids.has(id)) ids.set(id, element);
 
     if (TEXT_ONLY_ELEMENTS.has(element.name)) {
       const text = checkTextOnly(frame);
@@ -128,5 +177,6 @@ export function inspectTree(children: readonly XastChild[]): ElementSignature[] 
     // Last pushed, first taken: push in reverse so elements are visited in document order.
     for (let index = next.length - 1; index >= 0; index--) stack.push(next[index] as Frame);
   }
+  checkUseExpansion(root, ids);
   return signatures;
 }
