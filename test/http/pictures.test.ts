@@ -277,6 +277,17 @@ describe('PUT /projects/v1/{id}/pictures/{slug}', () => {
       expect(res.body.error).toBe('invalid_request');
     }
     expect((await save(contributor, 'x'.repeat(60), { spec: spec(), svg: SVG })).status).toBe(201);
+    for (const path of [picturePath('Bad'), `${picturePath('x'.repeat(61))}/previous`]) {
+      const res = await request(viewer, 'get', path);
+      expect(res.status).toBe(400);
+      expect(res.body.error).toBe('invalid_request');
+    }
+    const remove = await request(contributor, 'delete', picturePath('Bad'), { headers: { 'If-Match': '*' } });
+    expect(remove.status).toBe(400);
+    await create('bad-header');
+    const header = await request(contributor, 'delete', picturePath('bad-header'), { headers: { 'If-Match': 'unquoted' } });
+    expect(header.status).toBe(400);
+    expect(header.body).toMatchObject({ error: 'invalid_request', field: 'headers.if-match' });
   });
 });
 
