@@ -41,6 +41,8 @@ import { ProjectService } from './modules/projects/service.js';
 import { IngestReader } from './modules/ingest/read.js';
 import { ingestRoutes } from './modules/ingest/routes.js';
 import { IngestService } from './modules/ingest/service.js';
+import { pictureRoutes } from './modules/pictures/routes.js';
+import { PictureService } from './modules/pictures/service.js';
 import type { Clock } from './util/clock.js';
 
 export interface AppDependencies {
@@ -102,6 +104,7 @@ export function buildApp(deps: AppDependencies): Platform {
   const policies = new PolicyService(dataSource, clock, logger, projects, config.json);
   registry.add(...policyRoutes(policies, config.policy));
   registry.add(...ingestRoutes(new IngestService(dataSource, clock, policies), new IngestReader(dataSource, { maxDepth: config.json.maxDepth, maxKeys: config.ingest.maxJsonKeys, maxStringLength: config.ingest.maxStringLength }), config.ingest));
+  registry.add(...pictureRoutes(new PictureService(dataSource, clock), projects));
   registry.add(...joinRoutes({ joinKeys, dpop }), ...tokenRoutes({ tokens: deviceTokens, dpop }), ...deviceAdminRoutes({ joinKeys, devices: deviceStore, tokens: deviceTokens }));
   registry.add(...deviceCodeRoutes({ deviceCodes, dpop, config }), ...approvalRoutes(deviceCodes));
   registry.add(

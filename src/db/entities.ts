@@ -11,6 +11,7 @@ import { WebSessionEntity } from '../modules/devices/page-session.js';
 import { PolicyRevisionEntity } from '../modules/policy/entities.js';
 
 import { ingestEntities } from '../modules/ingest/entities.js';
+import { pictureEntities } from '../modules/pictures/entities.js';
 
 /** Every entity of the service; a module adds its own here. */
 export const ENTITIES = [
@@ -31,5 +32,5 @@ export const ENTITIES = [
 
 /** The entities of a dialect: the fixed list plus those whose column types differ by dialect. */
 export function entitiesFor(dialect: 'sqlite' | 'mysql') {
-  return [...ENTITIES, ...ingestEntities(dialect)];
+  return [...ENTITIES, ...ingestEntities(dialect), ...pictureEntities(dialect)];
 }
