@@ -23,7 +23,9 @@ export type WebSessionStage = 'signing_in' | 'signed_in';
 export interface WebSessionRecord {
   /** SHA-256 (hex) of the cookie secret; the secret itself is never stored. */
   idHash: string;
-  organisationId: string;
+  /** Self-hosted: the organisation at whose host the page was opened. Cloud: none (the person
+   * chooses the organisation when approving). */
+  organisationId: string | null;
   stage: WebSessionStage;
   /** The signed-in person (`signed_in` only). */
   personId: string | null;
@@ -42,7 +44,7 @@ export const WebSessionEntity = new EntitySchema<WebSessionRecord>({
   tableName: 'web_sessions',
   columns: {
     idHash: { type: 'varchar', length: 64, primary: true, name: 'id_hash' },
-    organisationId: { type: 'varchar', length: 40, name: 'organisation_id' },
+    organisationId: { type: 'varchar', length: 40, name: 'organisation_id', nullable: true, default: null },
     stage: { type: 'varchar', length: 20 },
     personId: { type: 'varchar', length: 40, name: 'person_id', nullable: true, default: null },
     stateHash: { type: 'varchar', length: 64, name: 'state_hash', nullable: true, default: null },
@@ -73,7 +75,8 @@ export interface PendingSignIn {
 }
 
 export interface SignedInSession {
-  organisationId: string;
+  /** Self-hosted: the organisation of the host; Cloud: none (chosen when approving). */
+  organisationId: string | null;
   personId: string;
   personName: string;
   /** The code being approved in this session (kept out of URLs after sign-in). */
@@ -138,7 +141,7 @@ export class WebSessions {
     return this.dataSource.getRepository(WebSessionEntity);
   }
 
-  private async live(secret: string, organisationId: string, stage: WebSessionStage): Promise<WebSessionRecord | undefined> {
+  private async live(secret: string, organisationId: string | null, stage: WebSessionStage): Promise<WebSessionRecord | undefined> {
     if (!secret.startsWith(WEB_SESSION_PREFIX) || secret.length > 100) return undefined;
     const record = await this.repository.findOneBy({ idHash: hashSecret(secret) });
     if (!record || record.stage !== stage || record.organisationId !== organisationId) return undefined;
@@ -147,7 +150,7 @@ export class WebSessions {
   }
 
   /** A new sign-in in progress; answers the cookie secret that names it. */
-  async beginSignIn(organisationId: string, state: string, pending: PendingSignIn): Promise<{ secret: string; maxAgeSeconds: number }> {
+  async beginSignIn(organisationId: string | null, state: string, pending: PendingSignIn): Promise<{ secret: string; maxAgeSeconds: number }> {
     const now = this.clock.now();
     // Abandoned sign-ins and old sessions go on the way: nothing else reads them.
     await this.repository.delete({ expiresAt: LessThan(now) });
@@ -171,7 +174,7 @@ export class WebSessions {
    * started with. Single use: of two callbacks with the same cookie only one gets anything, and
    * a failed exchange afterwards means starting again.
    */
-  async consumeSignIn(secret: string, organisationId: string, state: string): Promise<PendingSignIn | undefined> {
+  async consumeSignIn(secret: string, organisationId: string | null, state: string): Promise<PendingSignIn | undefined> {
     const record = await this.live(secret, organisationId, 'signing_in');
     if (!record || record.stateHash === null) return undefined;
     const result = await this.repository.delete({ idHash: record.idHash, stage: 'signing_in' });
@@ -182,7 +185,7 @@ export class WebSessions {
   }
 
   /** A signed-in session for the person; answers the new cookie secret. */
-  async create(organisationId: string, personId: string, data: { personName: string; userCode: string | undefined }): Promise<{ secret: string; maxAgeSeconds: number }> {
+  async create(organisationId: string | null, personId: string, data: { personName: string; userCode: string | undefined }): Promise<{ secret: string; maxAgeSeconds: number }> {
     const now = this.clock.now();
     const secret = newSecret(WEB_SESSION_PREFIX);
     const idHash = hashSecret(secret);
@@ -200,7 +203,7 @@ export class WebSessions {
     return { secret, maxAgeSeconds: this.lifetimes.sessionTtlSeconds };
   }
 
-  async find(secret: string, organisationId: string): Promise<SignedInSession | undefined> {
+  async find(secret: string, organisationId: string | null): Promise<SignedInSession | undefined> {
     const record = await this.live(secret, organisationId, 'signed_in');
     if (!record || record.personId === null) return undefined;
     const data = unseal<SignedInData>(record.sealed, secret, record.idHash);
