@@ -50,7 +50,7 @@ import type { Mailer } from './mail/mailer.js';
 import { accountRoutes } from './modules/account/routes.js';
 import { AccountService } from './modules/account/service.js';
 import type { IdentityProvider } from './modules/signin/identity-provider.js';
-import { signInRoutes } from './modules/signin/routes.js';
+import { signInRateLimits, signInRoutes } from './modules/signin/routes.js';
 import { SignInService } from './modules/signin/service.js';
 import { CloudSessions } from './modules/signin/sessions.js';
 import type { IdentityProviderId } from './config.js';
@@ -218,8 +218,8 @@ export function buildApp(deps: AppDependencies): Platform {
       deviceCodes,
       organisations,
       sessions: new WebSessions(dataSource, clock),
-      // Cloud: none until Cloud sessions exist; the page says so.
       signIn: config.deployment === 'self-hosted' ? new OrganisationSignIn(pageLogin, new PersonTokenResolver(verifier, organisations)) : undefined,
+      cloud: { signIn, codeRateLimit: signInRateLimits(config.cloud).emailVerify },
       tenancy: tenancy(config.deployment, organisations),
       rateLimit: (rule) => rateLimits.handler(rule),
     }),

@@ -72,6 +72,8 @@ export interface PendingSignIn {
   nonce: string;
   /** The user code the person came to approve, if any: shown again after sign-in. */
   userCode: string | undefined;
+  /** Cloud, emailed code: the address the code was sent to. */
+  email?: string | undefined;
 }
 
 export interface SignedInSession {
@@ -182,6 +184,12 @@ export class WebSessions {
     // Compared as hashes of equal length; the state is not secret from the browser anyway.
     if (record.stateHash !== hashSecret(state)) return undefined;
     return unseal<PendingSignIn>(record.sealed, secret, record.idHash);
+  }
+
+  /** What a sign-in in progress remembers, without ending it (an emailed code may be mistyped). */
+  async pendingSignIn(secret: string): Promise<PendingSignIn | undefined> {
+    const record = await this.live(secret, null, 'signing_in');
+    return record ? unseal<PendingSignIn>(record.sealed, secret, record.idHash) : undefined;
   }
 
   /** A signed-in session for the person; answers the new cookie secret. */

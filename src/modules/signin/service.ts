@@ -98,6 +98,13 @@ export function normaliseEmail(email: string): string {
 /** `already_linked` (spec 4.3, 4.4): the method signs in to another person already. */
 export const alreadyLinked = (): ApiError => conflict('already_linked', 'this sign-in method already signs in to another account');
 
+export interface CodeExchange {
+  code: string;
+  codeVerifier: string;
+  redirectUri: string;
+  clientId: string | undefined;
+}
+
 /** Whom a sign-in method belongs to after a sign-in or a link. */
 export interface SignedInPerson {
   personId: string;
@@ -363,28 +370,44 @@ export class SignInService {
    * the verifier must hash to the challenge. A code presented a second time ends the session the
    * first exchange started (RFC 6749 4.1.2).
    */
-  async exchangeCode(input: { code: string; codeVerifier: string; redirectUri: string; clientId: string | undefined }, allowedClients: readonly FlowClient[]): Promise<{ tokens: SessionTokens; personId: string }> {
-    if (!CODE_VERIFIER.test(input.codeVerifier)) throw oauthError('invalid_request', 'code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, "-", ".", "_" and "~"');
-    const found = input.code.startsWith(SIGN_IN_CODE_PREFIX) && input.code.length <= 100 ? await this.store.findCode(hashSecret(input.code)) : null;
-    if (!found || !allowedClients.includes(found.client)) throw oauthError('invalid_grant', 'the code is not valid');
-    const now = this.clock.now();
-    if (found.usedAt) {
-      if (found.sessionId) await this.options.sessions.end(found.sessionId);
-      throw oauthError('invalid_grant', 'the code was already used; the session it started has ended');
-    }
-    if (found.expiresAt.getTime() <= now.getTime()) throw oauthError('invalid_grant', 'the code has expired; sign in again');
-    if (input.clientId !== undefined && input.clientId !== found.client) throw oauthError('invalid_grant', 'the code was issued to another client');
-    if (input.redirectUri !== found.redirectUri) throw oauthError('invalid_grant', 'redirect_uri is not the one the code was issued for');
-    const challenge = createHash('sha256').update(input.codeVerifier, 'ascii').digest('base64url');
-    if (!safeEqual(challenge, found.codeChallenge)) throw oauthError('invalid_grant', 'code_verifier does not match the code_challenge');
+  async exchangeCode(input: CodeExchange, allowedClients: readonly FlowClient[]): Promise<{ tokens: SessionTokens; personId: string }> {
+    const { found, now } = await this.checkCode(input, allowedClients);
     const sessionId = newId('ses');
     const tokens = await this.dataSource.transaction(async (manager) => {
       if (!(await this.store.withManager(manager).useCode(found.id, now, sessionId))) return undefined;
       return this.options.sessions.start(manager, { id: sessionId, personId: found.personId, client: found.client, signInMethodId: found.signInMethodId });
     });
     if (tokens) return { tokens, personId: found.personId };
-    // A concurrent exchange of the same code won: this one is its second use.
-    const winner = await this.store.findCode(found.codeHash);
+    return this.secondUse(found.codeHash);
+  }
+
+  /**
+   * The built-in approval page redeems its own one-time codes (client `device-page`): the same
+   * checks, but no Cloud session is started (the page keeps a short browser session of its own).
+   */
+  async redeemForPage(input: Omit<CodeExchange, 'clientId'>): Promise<string> {
+    const { found, now } = await this.checkCode({ ...input, clientId: 'device-page' }, ['device-page']);
+    if (!(await this.store.useCode(found.id, now, null))) return this.secondUse(found.codeHash);
+    return found.personId;
+  }
+
+  private async checkCode(input: CodeExchange, allowedClients: readonly FlowClient[]) {
+    if (!CODE_VERIFIER.test(input.codeVerifier)) throw oauthError('invalid_request', 'code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, "-", ".", "_" and "~"');
+    const found = input.code.startsWith(SIGN_IN_CODE_PREFIX) && input.code.length <= 100 ? await this.store.findCode(hashSecret(input.code)) : null;
+    if (!found || !allowedClients.includes(found.client)) throw oauthError('invalid_grant', 'the code is not valid');
+    const now = this.clock.now();
+    if (found.usedAt) return this.secondUse(found.codeHash);
+    if (found.expiresAt.getTime() <= now.getTime()) throw oauthError('invalid_grant', 'the code has expired; sign in again');
+    if (input.clientId !== undefined && input.clientId !== found.client) throw oauthError('invalid_grant', 'the code was issued to another client');
+    if (input.redirectUri !== found.redirectUri) throw oauthError('invalid_grant', 'redirect_uri is not the one the code was issued for');
+    const challenge = createHash('sha256').update(input.codeVerifier, 'ascii').digest('base64url');
+    if (!safeEqual(challenge, found.codeChallenge)) throw oauthError('invalid_grant', 'code_verifier does not match the code_challenge');
+    return { found, now };
+  }
+
+  /** A code presented again (or a concurrent exchange that lost): the session it started ends. */
+  private async secondUse(codeHash: string): Promise<never> {
+    const winner = await this.store.findCode(codeHash);
     if (winner?.sessionId) await this.options.sessions.end(winner.sessionId);
     throw oauthError('invalid_grant', 'the code was already used; the session it started has ended');
   }

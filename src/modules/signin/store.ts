@@ -104,7 +104,7 @@ export class SignInStore {
   }
 
   /** Marks a code used by the session it starts, once. */
-  async useCode(id: string, usedAt: Date, sessionId: string): Promise<boolean> {
+  async useCode(id: string, usedAt: Date, sessionId: string | null): Promise<boolean> {
     const result = await this.manager
       .createQueryBuilder()
       .update(SignInCodeEntity)
