@@ -8,10 +8,12 @@ import { COMMON_HEADERS, type Mailer, type OutgoingMail } from '../../src/mail/m
 /**
  * Development mail: each mail becomes an RFC 5322 message (built by nodemailer's stream
  * transport, CRLF line ends) in its own `.eml` file of the outbox folder (`MAIL_OUTBOX_DIR`),
- * readable by the owner only. File names sort by time: `<UTC time>-<random>.eml`.
+ * readable by the owner only. File names sort by time: `<UTC time>-<sequence>-<random>.eml`.
  */
 export class OutboxMailer implements Mailer {
   private readonly transport: Transporter;
+  /** Orders the mails of one instant as they were sent. */
+  private sequence = 0;
 
   constructor(
     private readonly directory: string,
@@ -35,7 +37,8 @@ export class OutboxMailer implements Mailer {
       headers: COMMON_HEADERS,
     })) as { message: Buffer };
     await mkdir(this.directory, { recursive: true, mode: 0o700 });
-    const name = `${this.clock.now().toISOString().replace(/[:.]/g, '-')}-${randomBytes(6).toString('hex')}.eml`;
+    this.sequence += 1;
+    const name = `${this.clock.now().toISOString().replace(/[:.]/g, '-')}-${String(this.sequence).padStart(6, '0')}-${randomBytes(4).toString('hex')}.eml`;
     await writeFile(join(this.directory, name), info.message, { mode: 0o600, flag: 'wx' });
   }
 }
