@@ -192,7 +192,8 @@ export class OrganisationStore {
       .sort((a, b) => {
         const personal = Number(b.organisation.kind === 'personal') - Number(a.organisation.kind === 'personal');
         if (personal !== 0) return personal;
-        return a.organisation.name < b.organisation.name ? -1 : a.organisation.name > b.organisation.name ? 1 : a.organisation.id < b.organisation.id ? -1 : 1;
+        const byName = a.organisation.name.localeCompare(b.organisation.name, 'en', { sensitivity: 'base' });
+        return byName !== 0 ? byName : a.organisation.id < b.organisation.id ? -1 : 1;
       });
   }
 
