@@ -468,8 +468,10 @@ export class SignInService {
     try {
       await this.options.mailer.send(this.codeMail(email, digits, linkPersonId !== undefined));
     } catch (error) {
-      // The answer is the same either way (spec: 202 whether or not mail can be delivered).
-      this.options.logger.error({ err: error }, 'a sign-in code could not be mailed');
+      // The answer is the same either way (spec: 202 whether or not mail can be delivered). The
+      // log names the failure, not the mail: an SMTP error message may quote the address.
+      const { code, responseCode, command } = (error ?? {}) as { code?: unknown; responseCode?: unknown; command?: unknown };
+      this.options.logger.error({ mailError: { code, responseCode, command } }, 'a sign-in code could not be mailed');
     }
   }
 
