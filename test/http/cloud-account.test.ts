@@ -67,6 +67,11 @@ describe('GET /cloud/v1/me', () => {
     expect(none.body.error).toBe('unauthorized');
     expect((await call(platform, 'get', '/cloud/v1/me', { headers: bearer(ada.refresh_token) })).status).toBe(401);
     expect((await call(platform, 'get', '/cloud/v1/me', { headers: { Authorization: `DPoP ${ada.access_token}` } })).status).toBe(401);
+    for (const [method, path] of [['post', '/cloud/v1/me/sign-in-methods/link'], ['delete', '/cloud/v1/me/sign-in-methods/sim_x'], ['delete', '/cloud/v1/me']] as const) {
+      const res = await call(platform, method, path, method === 'delete' && path === '/cloud/v1/me' ? { body: { confirm: 'delete' } } : {});
+      expect(res.status).toBe(401);
+      expect(res.body.error).toBe('unauthorized');
+    }
   });
 });
 

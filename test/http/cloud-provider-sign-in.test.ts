@@ -362,6 +362,10 @@ describe('linking a provider with a link ticket', () => {
     // The ticket is used once, at the start.
     const reused = await call(platform, 'get', `/auth/v1/start?${new URLSearchParams({ provider: 'github', client: 'console', redirect_uri: CONSOLE_REDIRECT, code_challenge: started.challenge, state: 'client-state', link: second })}`);
     expectRedirectError(new URL(reused.headers.location!), 'invalid_request');
+    // Tickets, one-time codes and states travel in addresses; the request log shows none of them.
+    const logs = JSON.stringify(platform.logs);
+    expect(logs).toContain('link=[Redacted]');
+    for (const secret of [ticket, second, started.location.searchParams.get('state')!]) expect(logs).not.toContain(secret);
   });
 });
 

@@ -167,7 +167,9 @@ export function signInRoutes({ service, sessions, config, baseUrl }: SignInRoute
         400: { description: 'No sign-in in progress has this state (`invalid_request`).', schema: errorBodySchema },
       },
       handler: async ({ params, req }) => {
-        const callbackUrl = new URL(req.originalUrl, baseUrl);
+        // Our own address (PLATFORM_BASE_URL), never the request's: only the query is the provider's.
+        const query = req.originalUrl.indexOf('?');
+        const callbackUrl = new URL(`${baseUrl}/auth/v1/callback/${params.provider}${query >= 0 ? req.originalUrl.slice(query) : ''}`);
         const finished = await service.finishProvider(params.provider as IdentityProviderId, callbackUrl);
         if (!finished) throw invalidRequest('no sign-in in progress has this state: it was not started here, took too long, or was already finished; start again');
         return redirect(finished.redirectTo);
