@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { sealJson, unsealJson } from '../util/seal.js';
 
 /**
  * The concurrent-refresh grace shared by device tokens (modules/devices/tokens.ts) and Cloud
@@ -21,27 +21,14 @@ export interface RotatedPair {
   expires_in: number;
 }
 
-function sealKey(refreshToken: string, rowId: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', refreshToken, rowId, 'platform refresh grace v1', 32));
-}
+const GRACE = 'platform refresh grace v1';
 
 export function sealPair(pair: RotatedPair, refreshToken: string, rowId: string): string {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', sealKey(refreshToken, rowId), iv);
-  const body = Buffer.concat([cipher.update(JSON.stringify(pair), 'utf8'), cipher.final()]);
-  return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
+  return sealJson(pair, refreshToken, rowId, GRACE);
 }
 
 export function unsealPair<T extends RotatedPair>(sealed: string, refreshToken: string, rowId: string): T | undefined {
-  try {
-    const raw = Buffer.from(sealed, 'base64url');
-    const decipher = createDecipheriv('aes-256-gcm', sealKey(refreshToken, rowId), raw.subarray(0, 12));
-    decipher.setAuthTag(raw.subarray(12, 28));
-    const text = Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
-    return JSON.parse(text) as T;
-  } catch {
-    return undefined;
-  }
+  return unsealJson<T>(sealed, refreshToken, rowId, GRACE);
 }
 
 /** The grace fields of a refresh token's row. */

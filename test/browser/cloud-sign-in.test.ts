@@ -1,11 +1,9 @@
-import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import * as oauth from 'oauth4webapi';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
+import { browsers } from '../support/browser.js';
 import { startCloud, type CloudPlatform } from '../support/cloud.js';
 import { TestIdentityProvider } from '../support/idp.js';
 
@@ -16,11 +14,7 @@ import { TestIdentityProvider } from '../support/idp.js';
  * approving a device on the built-in page after signing in there the same way.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-
 jest.setTimeout(60_000);
-const PAGE_TIMEOUT_MS = 15_000;
 
 let platform: CloudPlatform;
 let server: Server;
@@ -70,32 +64,8 @@ afterAll(async () => {
   await platform?.close();
 });
 
-interface Session {
-  context: BrowserContext;
-  page: Page;
-  errors: string[];
-  close(): Promise<void>;
-}
-
-const open: Session[] = [];
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((session) => session.close()));
-});
-
-async function newBrowser(): Promise<Session> {
-  const profile = await mkdtemp(join(tmpdir(), 'platform-browser-'));
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.setDefaultTimeout(PAGE_TIMEOUT_MS);
-  const errors: string[] = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error' && page.url().startsWith(origin)) errors.push(`${message.text()} (${message.location().url})`);
-  });
-  page.on('pageerror', (error) => errors.push(error.message));
-  const session = { context, page, errors, close: async () => { await context.close(); await rm(profile, { recursive: true, force: true }); } };
-  open.push(session);
-  return session;
-}
+const { open: newBrowser, closeAll } = browsers(() => origin);
+afterEach(() => closeAll());
 
 /** At the provider: its login page, then its consent page; `landing` is where the browser ends. */
 async function signInAtProvider(page: Page, login: string, landing: (url: URL) => boolean): Promise<void> {

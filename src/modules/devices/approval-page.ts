@@ -8,7 +8,7 @@ import type { OrganisationService } from '../organisation/service.js';
 import { USER_CODE_ADDRESS_RATE_LIMIT, USER_CODE_PERSON_RATE_LIMIT } from './approval-routes.js';
 import { formatUserCode, normaliseUserCode, type Approver, type DeviceCodeService } from './device-code.js';
 import { cloudSignInPage, contentSecurityPolicy, decidedPage, devicePage, emailCodePage, entryPage, messagePage, signInPage } from './page-html.js';
-import { csrfTokenOf, type WebSessions } from './page-session.js';
+import { csrfTokenOf, type SignedInSession, type WebSessions } from './page-session.js';
 import { issuerSettingsOf, SignInFailed, type ApproverSignIn } from './page-sign-in.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { RedirectError, type ClientRequest, type SignInService } from '../signin/service.js';
@@ -230,6 +230,24 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     return formatUserCode(code);
   }
 
+  /** Looks the code up (claiming it) for the signed-in person, on the look-up counters. */
+  async function lookUpFor(
+    req: Request,
+    res: Response,
+    current: { secret: string; session: SignedInSession; approver: Approver; signedIn: { name: string; csrf: string } },
+    userCode: string,
+    fromQuery: boolean,
+  ) {
+    await limitLookUps(req, res, current.approver);
+    try {
+      return await deviceCodes.lookUp(userCode, current.approver);
+    } catch (error) {
+      // A remembered code that can no longer be shown is forgotten, so /device asks for another.
+      if (!fromQuery && current.session.userCode) await sessions.forgetUserCode(current.secret, current.session);
+      throw refusal(error, current.signedIn);
+    }
+  }
+
   // GET /device ---------------------------------------------------------------------------------
   async function show(req: Request, res: Response): Promise<void> {
     const { signIn, organisation } = requireSignIn(req);
@@ -243,15 +261,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     }
     const userCode = fromQuery ?? current.session.userCode;
     if (!userCode) return send(res, 200, entryPage({ signedIn: current.signedIn }));
-    await limitLookUps(req, res, current.approver);
-    let device;
-    try {
-      device = await deviceCodes.lookUp(userCode, current.approver);
-    } catch (error) {
-      // A remembered code that can no longer be shown is forgotten, so /device asks for another.
-      if (!fromQuery && current.session.userCode) await sessions.forgetUserCode(current.secret, current.session);
-      throw refusal(error, current.signedIn);
-    }
+    const device = await lookUpFor(req, res, current, userCode, fromQuery !== undefined);
     send(res, 200, devicePage(device, { csrf: current.csrf, signedIn: current.signedIn, organisationName: organisation.name }));
   }
 
@@ -395,14 +405,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     }
     const userCode = fromQuery ?? current.session.userCode;
     if (!userCode) return send(res, 200, entryPage({ signedIn: current.signedIn }));
-    await limitLookUps(req, res, current.approver);
-    let device;
-    try {
-      device = await deviceCodes.lookUp(userCode, current.approver);
-    } catch (error) {
-      if (!fromQuery && current.session.userCode) await sessions.forgetUserCode(current.secret, current.session);
-      throw refusal(error, current.signedIn);
-    }
+    const device = await lookUpFor(req, res, current, userCode, fromQuery !== undefined);
     const choices = current.memberships
       .filter((entry) => mayApproveKind(device.kind, entry.role, entry.organisation.id))
       .map((entry) => ({ id: entry.organisation.id, name: entry.organisation.kind === 'personal' ? `${entry.organisation.name} (personal)` : entry.organisation.name }));

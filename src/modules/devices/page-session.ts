@@ -1,6 +1,7 @@
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { EntitySchema, LessThan, type DataSource } from 'typeorm';
 import type { Clock } from '../../util/clock.js';
+import { sealJson, unsealJson } from '../../util/seal.js';
 import { hashSecret, newSecret } from '../../util/secrets.js';
 
 /**
@@ -95,27 +96,9 @@ export interface WebSessionLifetimes {
 
 export const DEFAULT_WEB_SESSION_LIFETIMES: WebSessionLifetimes = { signInTtlSeconds: 600, sessionTtlSeconds: 900 };
 
-function sealKey(secret: string, idHash: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', secret, idHash, 'platform device page session v1', 32));
-}
-
-function seal(data: unknown, secret: string, idHash: string): string {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', sealKey(secret, idHash), iv);
-  const body = Buffer.concat([cipher.update(JSON.stringify(data), 'utf8'), cipher.final()]);
-  return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
-}
-
-function unseal<T>(sealed: string, secret: string, idHash: string): T | undefined {
-  try {
-    const raw = Buffer.from(sealed, 'base64url');
-    const decipher = createDecipheriv('aes-256-gcm', sealKey(secret, idHash), raw.subarray(0, 12));
-    decipher.setAuthTag(raw.subarray(12, 28));
-    return JSON.parse(Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8')) as T;
-  } catch {
-    return undefined;
-  }
-}
+const PAGE = 'platform device page session v1';
+const seal = (data: unknown, secret: string, idHash: string): string => sealJson(data, secret, idHash, PAGE);
+const unseal = <T>(sealed: string, secret: string, idHash: string): T | undefined => unsealJson<T>(sealed, secret, idHash, PAGE);
 
 /**
  * The synchronizer token of a session's forms: an HMAC of a fixed label under the session

@@ -1,5 +1,6 @@
 import { EntitySchema } from 'typeorm';
 import type { SignInClient, SignInProviderId } from '../../config.js';
+import { rotatingTokenColumns, type RotatingTokenFields } from '../devices/entities.js';
 
 /**
  * Cloud sign-in: the ways a person signs in (sign-in methods), their sessions and session
@@ -36,22 +37,9 @@ export interface CloudSessionRecord {
   endedAt: Date | null;
 }
 
-export type SessionTokenKind = 'access' | 'refresh';
-
 /** The same shape as a device's tokens (devices/entities.ts), for a session. */
-export interface SessionTokenRecord {
-  id: string;
+export interface SessionTokenRecord extends RotatingTokenFields {
   sessionId: string;
-  kind: SessionTokenKind;
-  tokenHash: string;
-  /** The refresh token this pair was issued with. */
-  pairId: string;
-  expiresAt: Date;
-  createdAt: Date;
-  usedAt: Date | null;
-  graceSealed: string | null;
-  graceUntil: Date | null;
-  revokedAt: Date | null;
 }
 
 /** A sign-in at a provider in progress, found by the hash of the `state` sent to the provider. */
@@ -169,15 +157,7 @@ export const SessionTokenEntity = new EntitySchema<SessionTokenRecord>({
   columns: {
     id,
     sessionId: ref('session_id'),
-    kind: { type: 'varchar', length: 10 },
-    tokenHash: hash('token_hash'),
-    pairId: ref('pair_id'),
-    expiresAt: when('expires_at'),
-    createdAt: when('created_at'),
-    usedAt: optionalWhen('used_at'),
-    graceSealed: { type: 'text', name: 'grace_sealed', nullable: true, default: null },
-    graceUntil: optionalWhen('grace_until'),
-    revokedAt: optionalWhen('revoked_at'),
+    ...rotatingTokenColumns,
   },
   indices: [
     { name: 'cloud_session_tokens_hash', columns: ['tokenHash'], unique: true },

@@ -1,4 +1,5 @@
-import { createHash, createHmac, hkdfSync, randomBytes, randomInt, createCipheriv, createDecipheriv } from 'node:crypto';
+import { createHash, createHmac, randomInt } from 'node:crypto';
+import { sealJson, unsealJson } from '../../util/seal.js';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
 import { audit } from '../../audit.js';
@@ -68,27 +69,9 @@ interface FlowData {
   linkPersonId: string | undefined;
 }
 
-function flowKey(state: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', state, 'sign-in flow', 'platform sign-in flow v1', 32));
-}
-
-function sealFlow(data: FlowData, state: string): string {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', flowKey(state), iv);
-  const body = Buffer.concat([cipher.update(JSON.stringify(data), 'utf8'), cipher.final()]);
-  return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
-}
-
-function unsealFlow(sealed: string, state: string): FlowData | undefined {
-  try {
-    const raw = Buffer.from(sealed, 'base64url');
-    const decipher = createDecipheriv('aes-256-gcm', flowKey(state), raw.subarray(0, 12));
-    decipher.setAuthTag(raw.subarray(12, 28));
-    return JSON.parse(Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8')) as FlowData;
-  } catch {
-    return undefined;
-  }
-}
+const FLOW = 'platform sign-in flow v1';
+const sealFlow = (data: FlowData, state: string): string => sealJson(data, state, 'sign-in flow', FLOW);
+const unsealFlow = (sealed: string, state: string): FlowData | undefined => unsealJson<FlowData>(sealed, state, 'sign-in flow', FLOW);
 
 /** Email addresses compare case-insensitively everywhere (issue 10's invitations too). */
 export function normaliseEmail(email: string): string {
