@@ -275,6 +275,21 @@ describe('adding an address with a link ticket', () => {
   });
 });
 
+describe('an address another person signs in with through a provider', () => {
+  it('cannot be added to someone else: 409 already_linked', async () => {
+    const address = newAddress();
+    const holder = await platform.services.signIn.resolvePerson('github', { subject: `gh-${address}`, email: address, emailVerified: true, name: 'Holder' }, undefined);
+    const owner = await emailSignIn(platform, newAddress());
+    const ticket = await call(platform, 'post', '/cloud/v1/me/sign-in-methods/link', { headers: bearer(owner.access_token) });
+    expect((await start(address, { link: ticket.body.ticket })).status).toBe(202);
+    const refused = await verify(address, (await lastMailTo(platform.outbox, address)).digits);
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toBe('already_linked');
+    // Signing in by emailed code with that address is still the holder.
+    expect((await emailSignIn(platform, address)).personId).toBe(holder.personId);
+  });
+});
+
 describe('the outbox', () => {
   it('holds one readable .eml file per mail, readable by its owner only', async () => {
     const names = (await readdir(platform.outbox)).filter((name) => name.endsWith('.eml'));

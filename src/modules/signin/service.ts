@@ -280,6 +280,12 @@ export class SignInService {
       await this.adoptEmail(manager, existing.personId, verifiedEmail);
       return { personId: existing.personId, methodId: existing.id, created: false };
     }
+    if (provider === 'email' && linkPersonId !== undefined && verifiedEmail !== undefined) {
+      // An address another person signs in with through a provider that verified it would sign
+      // them in by emailed code too (the join rule): it is theirs, not this person's to add.
+      const holder = await store.findVerifiedMethodByEmail(verifiedEmail);
+      if (holder && holder.personId !== linkPersonId) throw alreadyLinked();
+    }
     let personId = linkPersonId;
     let created = false;
     if (personId === undefined && verifiedEmail !== undefined) {
