@@ -93,6 +93,16 @@ describe('policy', () => {
   });
 });
 
+describe('activity', () => {
+  it('owners read what the team\'s workbenches uploaded; members are refused with 403', async () => {
+    const events = await call(platform, 'get', '/platform/v1/ingest/events', { headers: bearer(owner.access_token, team.id) });
+    expect(events.status).toBe(200);
+    expect((await call(platform, 'get', '/platform/v1/ingest/usage/summary', { headers: bearer(owner.access_token, team.id) })).status).toBe(200);
+    expect((await call(platform, 'get', '/platform/v1/ingest/events', { headers: bearer(member.access_token, team.id) })).status).toBe(403);
+    expect((await call(platform, 'get', '/platform/v1/ingest/events', { headers: bearer(stranger.access_token, team.id) })).status).toBe(404);
+  });
+});
+
 describe('join keys and devices', () => {
   it('owners create, list and revoke join keys; members are refused with 403', async () => {
     const created = await call(platform, 'post', '/platform/v1/join-keys', { headers: bearer(owner.access_token, team.id), body: { description: 'rack 1' } });
