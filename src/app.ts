@@ -44,6 +44,19 @@ import { IngestService } from './modules/ingest/service.js';
 import { pictureRoutes } from './modules/pictures/routes.js';
 import { PictureService } from './modules/pictures/service.js';
 import type { Clock } from './util/clock.js';
+import { hkdfSync, randomBytes } from 'node:crypto';
+import { identityProvider } from '../adapters/identity/cloud-providers.js';
+import { OutboxMailer } from '../adapters/mail/outbox.js';
+import { SmtpMailer } from '../adapters/mail/smtp.js';
+import { CloudSessionResolver } from './auth/cloud-session.js';
+import type { Mailer } from './mail/mailer.js';
+import { accountRoutes } from './modules/account/routes.js';
+import { AccountService } from './modules/account/service.js';
+import type { IdentityProvider } from './modules/signin/identity-provider.js';
+import { signInRateLimits, signInRoutes } from './modules/signin/routes.js';
+import { SignInService } from './modules/signin/service.js';
+import { CloudSessions } from './modules/signin/sessions.js';
+import type { IdentityProviderId } from './config.js';
 
 export interface AppDependencies {
   config: Config;
@@ -63,6 +76,9 @@ export interface Platform {
     dpop: DpopVerifier;
     deviceTokens: DeviceTokenService;
     projects: ProjectService;
+    signIn: SignInService;
+    sessions: CloudSessions;
+    mailer: Mailer;
   };
 }
 
@@ -84,6 +100,34 @@ export function buildApp(deps: AppDependencies): Platform {
     new DeviceTokenResolver(deviceTokens, dpop, organisations, clock, (id, at) => deviceStore.touch(id, at)),
   ];
   if (config.deployment === 'self-hosted') resolvers.push(new PersonTokenResolver(verifier, organisations));
+
+  // Cloud sign-in: identity providers, mail, sessions.
+  const mailer: Mailer = config.mail.smtpUrl ? new SmtpMailer(config.mail.smtpUrl, config.mail.from) : new OutboxMailer(config.mail.outboxDir, config.mail.from, clock);
+  const providers = new Map<IdentityProviderId, IdentityProvider>();
+  for (const [id, settings] of Object.entries(config.cloud.providers) as [IdentityProviderId, NonNullable<(typeof config.cloud.providers)[IdentityProviderId]>][]) {
+    providers.set(
+      id,
+      identityProvider(id, settings, {
+        allowHttpLoopback: config.oidc.allowHttpLoopbackIssuers,
+        httpTimeoutMs: config.oidc.httpTimeoutMs,
+        metadataMaxAgeMs: config.oidc.jwksCacheMaxAgeMs,
+        clockSkewSeconds: config.oidc.clockSkewSeconds,
+      }),
+    );
+  }
+  const sessions = new CloudSessions(dataSource, clock, config.cloud);
+  const signIn = new SignInService(dataSource, clock, {
+    config: config.cloud,
+    baseUrl: config.baseUrl ?? 'http://localhost',
+    providers,
+    organisations,
+    sessions,
+    mailer,
+    logger,
+    // Emailed codes are stored as HMACs under a key of their own, derived from AUTH_CODE_SECRET.
+    codeKey: Buffer.from(hkdfSync('sha256', config.cloud.codeSecret ?? randomBytes(32), 'emailed codes', 'platform email code v1', 32)),
+  });
+  if (config.deployment === 'cloud') resolvers.push(new CloudSessionResolver(sessions, organisations));
 
   const redis = deps.redis;
   const redisRateLimits = redis ? new RedisRateLimitStores(redis) : undefined;
@@ -107,6 +151,8 @@ export function buildApp(deps: AppDependencies): Platform {
   registry.add(...pictureRoutes(new PictureService(dataSource, clock), projects));
   registry.add(...joinRoutes({ joinKeys, dpop }), ...tokenRoutes({ tokens: deviceTokens, dpop }), ...deviceAdminRoutes({ joinKeys, devices: deviceStore, tokens: deviceTokens }));
   registry.add(...deviceCodeRoutes({ deviceCodes, dpop, config }), ...approvalRoutes(deviceCodes));
+  registry.add(...signInRoutes({ service: signIn, sessions, config: config.cloud, baseUrl: config.baseUrl ?? 'http://localhost' }));
+  registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger), signIn));
   registry.add(
     defineRoute({
       method: 'get',
@@ -180,8 +226,8 @@ export function buildApp(deps: AppDependencies): Platform {
       deviceCodes,
       organisations,
       sessions: new WebSessions(dataSource, clock),
-      // Cloud: none until Cloud sessions exist; the page says so.
       signIn: config.deployment === 'self-hosted' ? new OrganisationSignIn(pageLogin, new PersonTokenResolver(verifier, organisations)) : undefined,
+      cloud: { signIn, codeRateLimit: signInRateLimits(config.cloud).emailVerify },
       tenancy: tenancy(config.deployment, organisations),
       rateLimit: (rule) => rateLimits.handler(rule),
     }),
@@ -189,5 +235,5 @@ export function buildApp(deps: AppDependencies): Platform {
   app.use(notFoundHandler());
   app.use(errorHandler(logger));
 
-  return { app, registry, openapi, services: { organisations, verifier, dpop, deviceTokens, projects } };
+  return { app, registry, openapi, services: { organisations, verifier, dpop, deviceTokens, projects, signIn, sessions, mailer } };
 }

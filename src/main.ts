@@ -101,6 +101,13 @@ async function main(): Promise<void> {
   const dataSource = await openDatabase(config, logger);
   running.dataSource = dataSource;
   const platform = buildApp({ config, dataSource, clock: systemClock, logger, redis });
+  if (config.deployment === 'cloud') {
+    logger.info({ mail: platform.services.mailer.description, providers: platform.services.signIn.providers().map((p) => p.id) }, 'cloud sign-in ready');
+    if (!config.cloud.codeSecret) logger.warn('AUTH_CODE_SECRET not set: emailed codes are keyed per process (one replica only; codes pending at a restart stop working)');
+    if (!config.cloud.redirectUris.console.length && !config.cloud.redirectUris.mobile.length) {
+      logger.warn('no redirect URI is registered (AUTH_CONSOLE_REDIRECT_URIS, AUTH_MOBILE_REDIRECT_URIS): only the device approval page can sign people in');
+    }
+  }
   await bootstrapLocalhost(config, platform.services.organisations, (line) => process.stdout.write(`${line}\n`));
 
   const server = createServer(platform.app);

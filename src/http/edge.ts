@@ -31,12 +31,12 @@ export const REDACTED_PATHS = [
   'error.parameters',
   ...[
     'access_token', 'refresh_token', 'id_token', 'device_code', 'user_code', 'code', 'code_verifier', 'key',
-    'password', 'secret', 'client_secret', 'token', 'assertion', 'ticket',
+    'password', 'secret', 'client_secret', 'token', 'assertion', 'ticket', 'link',
   ].flatMap((field) => [`body.${field}`, `req.body.${field}`, `*.${field}`]),
 ];
 
 /** Query parameters that carry secrets through a browser's address bar (sign-in answers, user codes). */
-const SECRET_QUERY_PARAMETERS = new Set(['code', 'state', 'user_code', 'access_token', 'id_token', 'token', 'code_verifier']);
+const SECRET_QUERY_PARAMETERS = new Set(['code', 'state', 'user_code', 'access_token', 'id_token', 'token', 'code_verifier', 'link']);
 
 /** A request URL as logs may show it: values of secret-bearing query parameters replaced. */
 export function redactUrl(url: string): string {

@@ -33,7 +33,11 @@ const SECURITY_SCHEMES = {
   cloudSession: {
     type: 'http',
     scheme: 'bearer',
-    description: 'Cloud: a person\'s access token from `POST /auth/v1/token`, with `X-Platform-Organisation` where a request acts for an organisation.',
+    bearerFormat: 'platform_sa_',
+    description:
+      "Cloud: a person's access token (`platform_sa_…`, 15 minutes) from `POST /auth/v1/token`. `X-Platform-Organisation: <organisation id>` names the " +
+      'organisation a request acts for (without it: the personal organisation); membership is checked on every request, and an organisation the ' +
+      'person does not belong to is 404 `not_found`.',
   },
   runCredential: {
     type: 'http',

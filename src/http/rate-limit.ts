@@ -15,6 +15,8 @@ export interface RateLimitRule {
   by: 'address' | 'person';
   limit: number;
   windowMs: number;
+  /** The error code of the 429 (default `too_many_requests`; emailed codes answer `slow_down`). */
+  code?: string;
 }
 
 export type RateLimitStoreFactory = (rule: RateLimitRule) => Store | undefined;
@@ -23,8 +25,8 @@ export function memoryStores(): RateLimitStoreFactory {
   return () => undefined; // express-rate-limit's own MemoryStore
 }
 
-export const tooManyRequests = (retryAfterSeconds: number): ApiError =>
-  new ApiError(429, 'too_many_requests', `too many requests; try again in ${retryAfterSeconds} seconds`, {
+export const tooManyRequests = (retryAfterSeconds: number, code = 'too_many_requests'): ApiError =>
+  new ApiError(429, code, `too many requests; try again in ${retryAfterSeconds} seconds`, {
     headers: { 'Retry-After': String(retryAfterSeconds) },
   });
 
@@ -51,9 +53,11 @@ export class RateLimits {
           ...(store ? { store } : {}),
           // An unreachable Redis must not lift the limits.
           passOnStoreError: false,
+          // An address is counted as the client's own: IPv4-mapped IPv6 as IPv4, IPv6 per /64 (one
+          // subscriber's network); `req.ip` takes forwarded addresses only from TRUST_PROXY.
           keyGenerator: (req: Request) =>
-            rule.by === 'person' ? `person:${req.context.principal?.personId ?? req.context.principal?.deviceId ?? 'none'}` : `ip:${ipKeyGenerator(req.ip ?? '')}`,
-          handler: (_req: Request, _res: Response, next: NextFunction) => next(tooManyRequests(Math.ceil(rule.windowMs / 1000))),
+            rule.by === 'person' ? `person:${req.context.principal?.personId ?? req.context.principal?.deviceId ?? 'none'}` : `ip:${ipKeyGenerator(req.ip ?? '', 64)}`,
+          handler: (_req: Request, _res: Response, next: NextFunction) => next(tooManyRequests(Math.ceil(rule.windowMs / 1000), rule.code)),
         })
       : (_req: Request, _res: Response, next: NextFunction) => next();
     // A counter store that cannot answer (Redis away) refuses the request: 503, never unlimited.

@@ -42,8 +42,13 @@ describe('CONFIG_VARIABLES', () => {
     for (const name of names) expect(name).toMatch(/^[A-Z][A-Z0-9_]*$/);
   });
 
-  it('lists exactly the variables loadConfig reads, on self-hosted and on Cloud', () => {
-    const asked = new Set([...read({}), ...read({ PLATFORM_DEPLOYMENT: 'cloud', PLATFORM_BASE_URL: 'https://api.platform.test' })]);
+  it('lists exactly the variables loadConfig reads, on self-hosted and on Cloud (every identity provider enabled)', () => {
+    const cloud = { PLATFORM_DEPLOYMENT: 'cloud', PLATFORM_BASE_URL: 'https://api.platform.test' };
+    // A provider's endpoints are read only when it is enabled.
+    const providers = Object.fromEntries(
+      ['GOOGLE', 'MICROSOFT', 'GITHUB', 'FACEBOOK'].flatMap((p) => [[`${p}_CLIENT_ID`, 'id'], [`${p}_CLIENT_SECRET`, 'secret']]),
+    );
+    const asked = new Set([...read({}), ...read(cloud), ...read({ ...cloud, ...providers })]);
     expect([...asked].filter((name) => !listed.has(name))).toEqual([]);
     expect(names.filter((name) => !asked.has(name))).toEqual([]);
   });
