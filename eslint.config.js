@@ -3,8 +3,8 @@ import { importX } from 'eslint-plugin-import-x';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
-/** Code that runs only in development, tests and CI: it may import devDependencies. */
-const DEVELOPMENT_FILES = ['test/**', 'scripts/dev/**', '*.config.js', '*.config.mjs'];
+/** Code that runs only in development, tests and CI (the chart checks and the helm download among it): it may import devDependencies. */
+const DEVELOPMENT_FILES = ['test/**', 'scripts/dev/**', 'scripts/chart.mjs', 'scripts/helm.mjs', '*.config.js', '*.config.mjs'];
 
 export default tseslint.config(
   { ignores: ['dist/', 'dist-bench/', 'node_modules/', 'data/', 'coverage/', 'charts/', '.scratch/', '.ci/out/'] },

@@ -5,6 +5,8 @@
  * - services: the same http suite again on MariaDB (a fresh database per test file), plus the
  *   suites that need MariaDB or Redis themselves. It fails, never skips, when they are missing.
  * - browser: flows a person goes through in headless Chromium (/usr/bin/chromium), one at a time.
+ * - deploy: the container image's Dockerfile and the Helm chart, rendered and linted by a real helm
+ *   (scripts/helm.mjs), every object checked against the Kubernetes schemas.
  */
 const common = {
   testEnvironment: 'node',
@@ -37,5 +39,6 @@ export default {
       setupFiles: ['<rootDir>/test/support/services-env.mjs'],
     },
     { ...common, displayName: 'browser', testMatch: ['<rootDir>/test/browser/**/*.test.ts'] },
+    { ...common, displayName: 'deploy', testMatch: ['<rootDir>/test/deploy/**/*.test.ts'] },
   ],
 };

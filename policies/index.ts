@@ -5,12 +5,13 @@ import { projectRules } from './project.js';
 import { deviceRules } from './device.js';
 import { policyRules } from './policy.js';
 import { activityRules } from './activity.js';
+import { pictureRules } from './picture.js';
 import type { Action, Actor, AppAbility } from './subjects.js';
 
 export type { Action, Actor, AppAbility } from './subjects.js';
 
 /** Every subject's rules, in one list; a new subject adds its file here. */
-const RULES = [organisationRules, projectRules, deviceRules, policyRules, activityRules];
+const RULES = [organisationRules, projectRules, deviceRules, policyRules, activityRules, pictureRules];
 
 const abilities = new Map<string, AppAbility>();
 

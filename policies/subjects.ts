@@ -15,7 +15,7 @@ export interface ProjectSubject {
   organisationId: string;
 }
 
-export type Subjects = 'Organisation' | 'Project' | 'ProjectMember' | 'Device' | 'DeviceRequest' | 'JoinKey' | 'Policy' | 'Activity' | 'all';
+export type Subjects = 'Organisation' | 'Project' | 'ProjectMember' | 'Device' | 'DeviceRequest' | 'JoinKey' | 'Policy' | 'Activity' | 'Picture' | 'all';
 
 export type AppAbility = MongoAbility<[Action, Subjects | ({ __caslSubjectType__?: string } & object)]>;
 

@@ -7,7 +7,8 @@
  *   included, their names being field names): names containing `token`, `secret`, `password`,
  *   `passwd`, `credential`, `assertion`, `cookie`, `authorization`, `api_key`/`apikey` or
  *   `private_key` when the value is a string; any value of `dpop`, `device_code`, `user_code`,
- *   `code_verifier`, `ticket`, `otp`, `parameters` (a query's bound values);
+ *   `code_verifier`, `ticket`, `link` (a link ticket, an invitation link), `otp`, `parameters` (a
+ *   query's bound values);
  * - names that are often harmless (`code`, `key`, `state`) only when the value does not read as
  *   a name: an error's `code` such as `invalid_grant` or `ER_DUP_ENTRY`, a `key` naming a rate
  *   limit rule, a join key's `state` `active` stay; anything else (digits, random text) goes;
@@ -24,7 +25,7 @@
 export const REDACTED = '[REDACTED]';
 
 const SECRET_PARTS = ['token', 'secret', 'password', 'passwd', 'credential', 'assertion', 'cookie', 'authorization', 'api_key', 'apikey', 'private_key'];
-const SECRET_NAMES = new Set(['dpop', 'device_code', 'user_code', 'usercode', 'code_verifier', 'ticket', 'otp', 'parameters']);
+const SECRET_NAMES = new Set(['dpop', 'device_code', 'user_code', 'usercode', 'code_verifier', 'ticket', 'link', 'otp', 'parameters']);
 const AMBIGUOUS_NAMES = new Set(['code', 'key', 'state']);
 const SECRET_QUERY_NAMES = new Set(['code', 'state', 'key', 'link', 'sig', 'signature', 'nonce']);
 

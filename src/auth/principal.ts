@@ -22,4 +22,6 @@ export interface Principal {
   role: OrganisationRole | undefined;
   deviceId: string | undefined;
   scopes: readonly string[];
+  /** Cloud sessions: the session the access token belongs to (sign-out ends it). */
+  sessionId?: string | undefined;
 }

@@ -33,7 +33,11 @@ const SECURITY_SCHEMES = {
   cloudSession: {
     type: 'http',
     scheme: 'bearer',
-    description: 'Cloud: a person\'s access token from `POST /auth/v1/token`, with `X-Platform-Organisation` where a request acts for an organisation.',
+    bearerFormat: 'platform_sa_',
+    description:
+      "Cloud: a person's access token (`platform_sa_…`, 15 minutes) from `POST /auth/v1/token`. `X-Platform-Organisation: <organisation id>` names the " +
+      'organisation a request acts for (without it: the personal organisation); membership is checked on every request, and an organisation the ' +
+      'person does not belong to is 404 `not_found`.',
   },
   runCredential: {
     type: 'http',
@@ -62,6 +66,21 @@ const STATUS_TEXT: Record<number, string> = {
   429: 'Too many requests; wait (`Retry-After`), then try again.',
   503: 'A shared dependency (Redis: rate-limit counters, DPoP replay cache) did not answer; the request was refused, not let through (`Retry-After`).',
 };
+
+/** The organisation a Cloud session's request acts for: documented wherever Cloud sessions are accepted. */
+const ORGANISATION_HEADER = {
+  name: 'X-Platform-Organisation',
+  in: 'header',
+  required: false,
+  description:
+    "With a Cloud session: the id of the organisation the request acts for (`org_…`; without it, the person's personal organisation). " +
+    'Membership is checked on every request: an organisation the person does not belong to is 404 `not_found`. Device tokens carry their organisation and ignore it.',
+  schema: { type: 'string' },
+} as const;
+
+/** Every JSON body is bounded (src/http/json-bounds.ts) before it is validated. */
+const JSON_TOO_COMPLEX_TEXT =
+  'A JSON body nested too deeply, holding too many keys and items, or a string too long is refused with `json_too_complex` (naming the limit and the field); 413 remains for byte size.';
 
 /** Replace named schemas by `$ref`s, recursively, so components are described once. */
 function refs(schema: unknown, top = true): unknown {
@@ -100,16 +119,16 @@ function parametersOf(where: 'path' | 'query', schema: Schema | undefined): unkn
 function errorAnswer(route: RouteDefinition, status: number, codes: readonly string[]): Record<string, unknown> {
   const declared = route.responses[status];
   const listed = codes.map((code) => `\`${code}\``).join(', ');
+  const general = `${STATUS_TEXT[status] ?? 'Error.'}${codes.includes('json_too_complex') ? ` ${JSON_TOO_COMPLEX_TEXT}` : ''}`;
   const answer: Record<string, unknown> = {
-    description: `${declared?.description ?? STATUS_TEXT[status] ?? 'Error.'} Codes: ${listed}.`,
+    description: `${declared?.description ?? general} Codes: ${listed}.`,
     content: {
       'application/json': {
-        schema: declared?.schema
-          ? schemaRef(declared.schema)
-          : {
-              allOf: [{ $ref: '#/components/schemas/Error' }],
-              properties: { error: { type: 'string', enum: [...codes], description: 'The codes this operation answers with this status.' } },
-            },
+        // The error body, or the route's own (which carries `error`), its code one of these.
+        schema: {
+          allOf: [declared?.schema ? schemaRef(declared.schema) : { $ref: '#/components/schemas/Error' }],
+          properties: { error: { type: 'string', enum: [...codes], description: 'The codes this operation answers with this status.' } },
+        },
       },
     },
   };
@@ -125,9 +144,9 @@ function operation(route: RouteDefinition, profile: DeploymentProfile): Record<s
   const parameters = [
     ...parametersOf('path', route.schemas.params),
     ...parametersOf('query', route.schemas.query),
-    ...Object.entries(route.headers ?? {})
-      .filter(([, header]) => !header.onlyWith || acceptedKinds(route, profile).includes(header.onlyWith))
-      .map(([name, header]) => ({
+    // The Cloud session resolver reads it on every request it resolves (src/auth/cloud-session.ts).
+    ...(acceptedKinds(route, profile).includes('cloud-session') ? [ORGANISATION_HEADER] : []),
+    ...Object.entries(route.headers ?? {}).map(([name, header]) => ({
       name,
       in: 'header',
       required: header.required ?? false,

@@ -5,8 +5,10 @@ import { invalidRequest } from './errors.js';
 /**
  * The one trusted origin of a request. Every absolute URL the service builds or compares
  * (discovery `apiBaseUrl`, `verification_uri`, the DPoP `htu` it expects, the approval page's
- * redirect URI and same-origin checks) comes from `requestOrigin(req)`, and tenancy reads the
- * host from the same value, so no request can select one organisation while proving another URL.
+ * redirect URI and same-origin checks, Cloud sign-in's redirects) comes from `requestOrigin(req)`,
+ * or, where no request is at hand, from `serviceOrigin` (the same `PLATFORM_BASE_URL`); tenancy
+ * reads the host from the same value, so no request can select one organisation while proving
+ * another URL.
  *
  * - `PLATFORM_BASE_URL` set: that origin, whatever the request says (its host also selects the
  *   organisation on a self-hosted deployment that sets it).
@@ -101,6 +103,18 @@ export function configuredOrigin(baseUrl: string): RequestOrigin {
   const scheme = url.protocol === 'https:' ? 'https' : 'http';
   const host = { hostname: url.hostname, port: url.port === '' ? undefined : Number(url.port) };
   return { scheme, ...host, origin: originOf(scheme, host), source: 'base-url' };
+}
+
+/**
+ * The service's own origin where no request is at hand: `PLATFORM_BASE_URL`, which Cloud requires
+ * (config.ts). Cloud sign-in builds its absolute URLs from it alone: the callback URL registered
+ * at each identity provider (checked again when the provider answers), the RFC 9207 `iss` of the
+ * redirects back to a client, the sender line of its mails. Undefined without one: a deployment
+ * without `PLATFORM_BASE_URL` serves none of that (a self-hosted one names its origin per request,
+ * `requestOrigin`). On Cloud it equals every request's `requestOrigin(req).origin`.
+ */
+export function serviceOrigin(baseUrl: string | undefined): string | undefined {
+  return baseUrl === undefined ? undefined : configuredOrigin(baseUrl).origin;
 }
 
 /** Why a request's authority was refused; the message never contains the value. */

@@ -7,6 +7,7 @@ import type { Deployment } from '../config.js';
 import type { OrganisationRecord } from '../modules/organisation/entities.js';
 import { isErrorCode, type ErrorCode } from './error-codes.js';
 import { ApiError, invalidRequest, methodNotAllowed, payloadTooLarge, sendJson, unsupportedMediaType } from './errors.js';
+import { boundedBody, type JsonLimits } from './json-bounds.js';
 import type { RateLimitRule } from './rate-limit.js';
 import { compile, describeError, errorBodySchema, type Schema } from './schema.js';
 
@@ -32,9 +33,6 @@ export interface HeaderSpec {
   description: string;
   required?: boolean;
   schema: Schema;
-  /** Read only with this token kind: documented only where the deployment accepts it here
-   * (`X-Platform-Organisation` goes with Cloud sessions). */
-  onlyWith?: TokenKind;
 }
 
 export interface RouteSchemas {
@@ -91,6 +89,9 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
    * is checked before anything else and the body is read only after rate limits, tenancy and
    * authentication, so a refused request or a stranger's large upload costs almost nothing. */
   bodyLimitBytes?: number;
+  /** Depth, key and string limits of its JSON body instead of the configured ones (JSON_MAX_*),
+   * tighter or, for a route whose bodies are legitimately large (ingest), looser. */
+  jsonLimits?: Partial<JsonLimits>;
   /** The handler may refuse with 403 `forbidden` (the caller's role): shorthand for
    * `errors: { 403: ['forbidden'] }`. */
   forbids?: boolean;
@@ -166,8 +167,10 @@ export function errorCodesOf(route: RouteDefinition, profile: DeploymentProfile)
     for (const name of names) set.add(name);
     codes.set(status, set);
   };
-  // Every request: the origin (Host), path parameters and body are read, sizes and types checked.
+  // Every request: the origin (Host), path parameters and body are read, sizes and types checked;
+  // a JSON body is bounded in depth, keys and string length (json-bounds.ts).
   add(400, 'invalid_request');
+  if (route.schemas.body) add(400, 'json_too_complex');
   add(413, 'payload_too_large');
   add(415, 'unsupported_media_type');
   if (route.tenant && profile.deployment === 'self-hosted') add(404, 'unknown_tenant');
@@ -180,9 +183,12 @@ export function errorCodesOf(route: RouteDefinition, profile: DeploymentProfile)
     if (route.deviceScope) add(403, 'insufficient_scope');
     if (profile.redis) add(503, 'temporarily_unavailable');
   }
+  // A Cloud session acts for the organisation `X-Platform-Organisation` names: one the person does
+  // not belong to (or none such) is 404, whatever the route.
+  if (kinds.includes('cloud-session')) add(404, 'not_found');
   if (route.forbids) add(403, 'forbidden');
   if (route.rateLimits?.length && profile.rateLimits) {
-    add(429, 'too_many_requests');
+    add(429, ...route.rateLimits.map((rule) => rule.code ?? 'too_many_requests'));
     if (profile.redis) add(503, 'temporarily_unavailable');
   }
   for (const [status, names] of Object.entries(route.errors ?? {})) {
@@ -202,8 +208,13 @@ function checkErrors(route: RouteDefinition): void {
       if (!isErrorCode(name)) throw new Error(`${route.operationId} declares the error code ${name}, which ERROR_CODES (src/http/error-codes.ts) does not list`);
     }
   }
+  // An error status described in `responses` must carry some code: the route's own or the edge's
+  // (on some deployment, every feature on).
+  const kinds: TokenKind[] = ['person', 'device', 'cloud-session', 'run-credential'];
+  const possible = new Set<number>();
+  for (const deployment of ['self-hosted', 'cloud'] as const) for (const status of errorCodesOf(route, fullProfile(deployment, kinds)).keys()) possible.add(status);
   for (const status of Object.keys(route.responses).map(Number)) {
-    if (status >= 400 && !route.errors?.[status]?.length && !(status === 403 && route.forbids)) {
+    if (status >= 400 && !possible.has(status)) {
       throw new Error(`${route.operationId} describes a ${status} answer without naming its codes in errors`);
     }
   }
@@ -216,6 +227,8 @@ export interface RouteLayers {
   bodyParsers: (route: RouteDefinition, limitBytes: number) => RequestHandler[];
   /** JSON_BODY_LIMIT: the limit of routes that set none of their own. */
   defaultBodyLimitBytes: number;
+  /** JSON_MAX_DEPTH, JSON_MAX_KEYS, JSON_MAX_STRING_LENGTH: for routes that declare none of their own. */
+  defaultJsonLimits: JsonLimits;
   tenancy: RequestHandler;
   authenticate: (route: RouteDefinition) => RequestHandler;
 }
@@ -236,26 +249,6 @@ function declaredLengthAtMost(limitBytes: number): RequestHandler {
     const declared = Number(req.headers['content-length'] ?? 0);
     next(declared > limitBytes ? payloadTooLarge(limitBytes) : undefined);
   };
-}
-
-/**
- * How deep a request body may nest. Checked without recursion before anything recursive (the
- * schema's validation, canonical JSON, merging, redaction, `JSON.stringify`) touches the body,
- * which would otherwise overflow the stack on a body nested thousands deep (a 500). Documents of
- * this API nest a dozen levels at most.
- */
-export const MAX_BODY_DEPTH = 64;
-
-function refuseDeepNesting(body: unknown): void {
-  const pending: [unknown, number][] = [[body, 1]];
-  while (pending.length) {
-    const [value, depth] = pending.pop()!;
-    if (value === null || typeof value !== 'object') continue;
-    if (depth > MAX_BODY_DEPTH) throw invalidRequest(`the request body nests deeper than ${MAX_BODY_DEPTH} levels`, { field: 'body' });
-    for (const child of Array.isArray(value) ? value : Object.values(value)) {
-      if (child !== null && typeof child === 'object') pending.push([child, depth + 1]);
-    }
-  }
 }
 
 function validator(where: 'params' | 'query' | 'body', schema: Schema | undefined) {
@@ -333,6 +326,9 @@ export class RouteRegistry {
       if (route.auth !== 'public') chain.push(layers.authenticate(route));
       for (const rule of limits.filter((r) => r.by === 'person')) chain.push(layers.rateLimit(rule));
       chain.push(...layers.bodyParsers(route, bodyLimit));
+      // Before the precheck, validation and anything else that may recurse into the body. (A route
+      // that takes no body refuses one whatever it holds.)
+      if (route.schemas.body) chain.push(boundedBody({ ...layers.defaultJsonLimits, ...route.jsonLimits }));
       chain.push(this.handle(route));
       router[route.method](expressPath(route.path), ...chain);
     }
@@ -353,7 +349,6 @@ export class RouteRegistry {
         if (!route.schemas.body && hasBody(req) && req.body !== undefined && Object.keys(req.body as object).length > 0) {
           throw invalidRequest('this operation takes no request body');
         }
-        if (req.body !== undefined) refuseDeepNesting(req.body);
         if (route.precheck && req.body !== undefined) route.precheck(req.body);
         const input = {
           params: params ? params({ ...req.params }) : undefined,

@@ -98,7 +98,9 @@ export const errorBodySchema = named('Error', {
     error: { type: 'string', description: 'Error code (spec section 7).' },
     message: { type: 'string', description: 'Plain-words explanation.' },
     error_description: { type: 'string', description: 'Plain-words explanation (OAuth endpoints).' },
-    field: { type: 'string', description: 'The request field at fault, on `invalid_request` from schema validation.' },
+    field: { type: 'string', description: 'The request field at fault, on `invalid_request` from schema validation and on `json_too_complex`.' },
+    limit: { type: 'string', enum: ['depth', 'keys', 'stringLength'], description: 'On `json_too_complex`: which limit the body passed.' },
+    max: { type: 'integer', description: 'On `json_too_complex`: the value of that limit.' },
   },
   additionalProperties: true,
 } as const);

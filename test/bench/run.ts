@@ -53,6 +53,7 @@ import { load, problemWith, stopLoad, type Measurement } from './measure.js';
 import { startProvider, type BenchProvider } from './oidc-provider.js';
 import { scenarios as allScenarios, type Scenario, type TargetName } from './scenarios.js';
 import { freePort, killAllChildren, send, startChild, type ChildServer } from './servers.js';
+import { formatSvgTable, measureSvgPipeline, type SvgBenchResult } from './svg.js';
 
 const HOST = 'bench.local';
 const AUDIENCE = 'platform-bench';
@@ -237,7 +238,8 @@ async function main(): Promise<number> {
   const baselineName = placeholder.find((scenario) => scenario.target === 'bare')?.name;
   const chosenNames = new Set(placeholder.filter((scenario) => scenario.name !== baselineName && matches(scenario.name)).map((scenario) => scenario.name));
   if (chosenNames.size > 0 && baselineName) chosenNames.add(baselineName);
-  if (chosenNames.size === 0 && ingestParts.length === 0) throw new Error(`--only "${options.only}" matches no scenario and no ingest part`);
+  const svgPart = matches('svg pictures');
+  if (chosenNames.size === 0 && ingestParts.length === 0 && !svgPart) throw new Error(`--only "${options.only}" matches no scenario, no ingest part and not the SVG part`);
   const sqliteNeeded = placeholder.some((scenario) => chosenNames.has(scenario.name) && scenario.target === 'platform') || ingestParts.some((part) => part.database === 'sqlite');
 
   let seeded: Seeded | undefined;
@@ -283,7 +285,7 @@ async function main(): Promise<number> {
   log('');
 
   const phase = options.warmupSeconds + options.durationSeconds;
-  armWatchdog(list.length * (phase + 15) + ingestParts.length * (2 * phase + 60) + 60);
+  armWatchdog(list.length * (phase + 15) + ingestParts.length * (2 * phase + 60) + (svgPart ? 180 : 0) + 60);
   const outcomes: Outcome[] = [];
   const notes: string[] = [];
   let baselineRate: number | undefined;
@@ -407,6 +409,14 @@ async function main(): Promise<number> {
     for (const part of ingestParts) if (part.skipped) log(`${part.name}: SKIPPED: ${part.skipped}`);
   }
 
+  let svg: SvgBenchResult | undefined;
+  if (svgPart) {
+    log('');
+    log('SVG pictures: the safety pipeline beside DOMPurify + jsdom and the bare parse, in this process, median of 5 runs after a warm-up');
+    svg = await measureSvgPipeline();
+    log(formatSvgTable(svg));
+  }
+
   if (options.json) {
     writeFileSync(
       options.json,
@@ -426,6 +436,7 @@ async function main(): Promise<number> {
             problem,
           })),
           notes,
+          svg,
           ingest: ingestParts.map((part) => {
             const ceiling = part.paths.find((path) => path.name.includes('ceiling') && !path.problem)?.measurement?.itemsPerSecond;
             return {
@@ -450,7 +461,8 @@ async function main(): Promise<number> {
   for (const { scenario, problem } of failed) process.stderr.write(`bench: FAILED ${scenario.name}: ${problem}\n`);
   const failedIngest = ingestParts.flatMap((part) => part.paths.filter((path) => path.problem));
   for (const { name, problem } of failedIngest) process.stderr.write(`bench: FAILED ${name}: ${problem}\n`);
-  const anyFailed = failed.length > 0 || failedIngest.length > 0;
+  if (svg?.problem) process.stderr.write(`bench: FAILED svg pictures: ${svg.problem}\n`);
+  const anyFailed = failed.length > 0 || failedIngest.length > 0 || svg?.problem !== undefined;
   for (const server of Object.values(servers)) {
     if (anyFailed && server.stderr().trim()) process.stderr.write(`--- ${server.name} stderr ---\n${server.stderr()}\n`);
   }

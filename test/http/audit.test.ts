@@ -66,21 +66,35 @@ describe('audit lines of administrative changes made through the API', () => {
     expectOneAudit(lines, 'device.revoked', { deviceId: device.id, kind: 'workbench' });
   });
 
-  it("policy published, the organisation's and a project's", async () => {
-    let revision = '';
+  it("policy published, the organisation's and a project's: one line per change, none for a publish that changes nothing", async () => {
+    const document = { ...DEFAULT_POLICY, agents: { sandbox: 'off' } };
+    let published: { revision: string; number: number } | undefined;
     const organisationLines = await auditsDuring(async () => {
-      const res = await call(platform, 'put', '/policy/v1/organisation', { host: orgs.host, headers: owner, body: { ...DEFAULT_POLICY, agents: { sandbox: 'off' } } });
+      const res = await call(platform, 'put', '/policy/v1/organisation', { host: orgs.host, headers: owner, body: document });
       expect(res.status).toBe(200);
-      revision = res.body.revision;
+      published = res.body;
     });
-    expectOneAudit(organisationLines, 'policy.published', { scope: 'organisation', revision });
+    expectOneAudit(organisationLines, 'policy.published', { projectId: null, number: published!.number, revision: published!.revision });
+    const first = published!.number;
+    const again = await auditsDuring(async () => {
+      const res = await call(platform, 'put', '/policy/v1/organisation', { host: orgs.host, headers: owner, body: document });
+      expect(res.body.changed).toBe(false);
+    });
+    expect(again).toEqual([]);
     const project = await platform.services.projects.create(orgs.organisation.id, { name: 'Audited' });
     const projectLines = await auditsDuring(async () => {
       const res = await call(platform, 'put', `/policy/v1/projects/${project.id}`, { host: orgs.host, headers: owner, body: { git: { requirePullRequest: true } } });
       expect(res.status).toBe(200);
-      revision = res.body.revision;
+      published = res.body;
     });
-    expectOneAudit(projectLines, 'policy.published', { scope: 'project', projectId: project.id, revision });
+    expectOneAudit(projectLines, 'policy.published', { projectId: project.id, number: published!.number, revision: published!.revision });
+    expect((await call(platform, 'put', '/policy/v1/organisation', { host: orgs.host, headers: owner, body: DEFAULT_POLICY })).status).toBe(200);
+    const restored = await auditsDuring(async () => {
+      const res = await call(platform, 'post', `/policy/v1/organisation/revisions/${first}/restore`, { host: orgs.host, headers: owner });
+      expect(res.status).toBe(200);
+      published = res.body;
+    });
+    expectOneAudit(restored, 'policy.restored', { projectId: null, number: published!.number, revision: published!.revision, restoredFrom: first });
   });
 
   it.each([

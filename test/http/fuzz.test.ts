@@ -3,15 +3,17 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import fc from 'fast-check';
 import request, { type Response } from 'supertest';
+import { CONSOLE_REDIRECT, mintSession, startCloud } from '../support/cloud.js';
 import { enrolDevice, enrolThroughDeviceCode, createPerson } from '../support/devices.js';
-import { personHeaders, twoOrganisations, type TwoOrganisations } from '../support/organisations.js';
+import { personHeaders, personIdFor, twoOrganisations, type TwoOrganisations } from '../support/organisations.js';
 import { addressSequence, createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
 
 /**
  * Every operation of the served OpenAPI document, on both deployments, sent generated bad input
  * (fast-check, fixed seed): wrong types, missing and extra fields, huge and deeply nested values,
  * odd Unicode, malformed headers, encodings and path parameters, with and without valid
- * credentials. Whatever comes, the answer is never a 5xx, an error body matches the error schema,
+ * credentials of each kind the operation accepts there (device tokens; person tokens on
+ * self-hosted, Cloud sessions on Cloud, a fresh one for each operation). Whatever comes, the answer is never a 5xx, an error body matches the error schema,
  * and the status (and error code) is one the document declares for that operation. Operations
  * are discovered from the document: a new route is fuzzed without a change here.
  */
@@ -29,7 +31,7 @@ function jsonText(value: unknown, depth = 20_000): string {
   return (JSON.stringify(value) ?? 'null').split(`"${DEEP}"`).join(`${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`);
 }
 
-/** Ids of records the deployment holds (a project), filled in when it is set up. */
+/** Ids of records the deployment holds (a project) and values it knows (a registered redirect URI), filled in when it is set up. */
 const KNOWN_IDS: string[] = [];
 interface Operation {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -139,6 +141,7 @@ function near(schema: Schema | undefined, doc: Schema, depth = 0): fc.Arbitrary<
       return fc.boolean();
     case 'string': {
       if (s.format === 'date-time') return fc.date({ min: new Date(0), max: new Date(4e12), noInvalidDate: true }).map((d) => d.toISOString());
+      if (s.format === 'email') return fc.emailAddress();
       if (typeof s.pattern === 'string') {
         try {
           return fc.stringMatching(new RegExp(s.pattern as string), { size: 'xsmall' }).filter((value) => value.length <= ((s.maxLength as number | undefined) ?? 200));
@@ -206,7 +209,10 @@ const encode = (value: string) => encodeURIComponent(value.replace(/[\ud800-\udb
 
 interface Credentials {
   device: Record<string, string>;
+  /** Self-hosted: a person token of an owner. */
   person: Record<string, string> | undefined;
+  /** Cloud: an owner's session, acting for the organisation (`X-Platform-Organisation`). */
+  session: Record<string, string> | undefined;
 }
 
 const MALFORMED_PATH_VALUES = ['%', '%zz', '%E0%A4%A', '%C0%AF', '..', '%2F', '%00', 'a'.repeat(5000), '%F0%9F%98%80'];
@@ -232,22 +238,31 @@ function requestArbitrary(operation: Operation, doc: Schema, host: string, crede
   const bodyTypes = Object.keys(operation.requestBody?.content ?? {});
   const bodySchema = operation.requestBody?.content[bodyTypes[0] ?? 'application/json']?.schema;
   const schemes = new Set(operation.security.flatMap((requirement) => Object.keys(requirement)));
-  const validAuth = schemes.has('deviceToken') ? credentials.device : schemes.has('personToken') && credentials.person ? credentials.person : {};
+  // Each kind of credential the operation takes here, in turn.
+  const accepted = [
+    ...(schemes.has('deviceToken') ? [credentials.device] : []),
+    ...(schemes.has('personToken') && credentials.person ? [credentials.person] : []),
+    ...(schemes.has('cloudSession') && credentials.session ? [credentials.session] : []),
+  ];
+  const validAuth = accepted.length ? fc.constantFrom(...accepted) : fc.constant({} as Record<string, string>);
 
   const fillPath = (values: readonly string[]) => {
     let filled = operation.path;
     pathParameters.forEach((parameter, index) => (filled = filled.replace(`{${parameter.name}}`, values[index] ?? 'x')));
     return filled;
   };
-  const plausibleId = fc.constantFrom('prj_0000000000000000', 'dev_0000000000000000', 'jk_0000000000000000', 'x1', ...KNOWN_IDS);
+  const plausibleId = fc.constantFrom('prj_0000000000000000', 'dev_0000000000000000', 'jk_0000000000000000', 'x1', ...KNOWN_IDS).map(encode);
   const badPathValue = fc.oneof(
     fc.constantFrom(...MALFORMED_PATH_VALUES),
     // Never empty: `/join-keys/` is the collection, another operation's path.
     oddString.filter((value) => value !== '').map((value) => encode(value.slice(0, 300))),
     fc.string({ minLength: 1, maxLength: 40 }).map((value) => encode(value)),
   );
+  // An id of something that exists, or a value of the parameter's own schema (a picture's slug).
+  const plausible = (parameter: Operation['parameters'][number]) =>
+    fc.oneof(plausibleId, near(parameter.schema, doc).map((value) => encode(String(value))).filter((value) => value !== ''));
   const path = (fault: boolean) =>
-    fc.tuple(...pathParameters.map(() => (fault ? fc.oneof(badPathValue, plausibleId) : plausibleId))).map(fillPath);
+    fc.tuple(...pathParameters.map((parameter) => (fault ? fc.oneof(badPathValue, plausible(parameter)) : plausible(parameter)))).map(fillPath);
 
   // Kept under Node's 16 KB limit of a request head (beyond it Node answers 431 before the app).
   const badQueryValue = fc.oneof(
@@ -275,6 +290,9 @@ function requestArbitrary(operation: Operation, doc: Schema, host: string, crede
     fc.constant({} as Record<string, string>),
     fc.constant(credentials.device),
     fc.constant(credentials.person ?? {}),
+    fc.constant(credentials.session ?? {}),
+    // A session naming an organisation its person does not belong to.
+    fc.constant(credentials.session ? { ...credentials.session, 'X-Platform-Organisation': 'org_0000000000000000' } : {}),
     garbageAuthorization.map((value) => ({ Authorization: value })),
   );
   const badHeaders = fc.record(
@@ -289,6 +307,15 @@ function requestArbitrary(operation: Operation, doc: Schema, host: string, crede
     },
     { requiredKeys: [] },
   );
+  // The request headers the operation documents (conditions such as If-Match), sometimes sent,
+  // so that a write can get past 428.
+  const headerParameters = operation.parameters.filter((p) => p.in === 'header' && p.name !== 'X-Platform-Organisation');
+  const declaredHeaders = fc.record(
+    Object.fromEntries(
+      headerParameters.map((p) => [p.name, fc.oneof(fc.constantFrom('*', '"0"'), near(p.schema, doc).map(String)).filter((value) => /^[\x20-\x7e]*$/.test(value))]),
+    ),
+    { requiredKeys: [] },
+  ) as fc.Arbitrary<Record<string, string>>;
   const declaredType = fc.constantFrom(...(bodyTypes.length ? bodyTypes : ['application/json']));
   const otherType = fc.constantFrom(
     'application/json; charset=latin1',
@@ -316,8 +343,8 @@ function requestArbitrary(operation: Operation, doc: Schema, host: string, crede
         path: path(chosen === 'path'),
         query: query(chosen === 'query'),
         host: chosen === 'host' ? fc.constantFrom('nobody-fuzz.test', 'fuzz..test', '', 'FUZZ.TEST:99999') : fc.constant(host),
-        auth: chosen === 'auth' ? badAuth : fc.constant(validAuth),
-        headers: chosen === 'headers' ? badHeaders : fc.constant({} as Record<string, string>),
+        auth: chosen === 'auth' ? badAuth : validAuth,
+        headers: chosen === 'headers' ? badHeaders : declaredHeaders,
         body:
           chosen === 'body'
             ? fc.tuple(declaredType, badBodyText)
@@ -378,6 +405,8 @@ interface Deployment {
   platform: TestPlatform;
   orgs?: TwoOrganisations;
   host: string;
+  /** Cloud: the team the credentials act for. */
+  organisationId?: string;
   credentials: Credentials;
 }
 
@@ -388,18 +417,35 @@ async function selfHosted(): Promise<Deployment> {
   const orgs = await twoOrganisations(platform, platform.clock);
   const owner = await personHeaders(orgs.idp, 'owner');
   const tokens = await enrolThroughDeviceCode(platform, orgs.host, owner, { headers: { 'X-Forwarded-For': from() } });
-  KNOWN_IDS.splice(0, KNOWN_IDS.length, (await platform.services.projects.create(orgs.organisation.id, { name: 'Fuzzed' })).id);
-  return { platform, orgs, host: orgs.host, credentials: { device: { Authorization: `Bearer ${tokens.access_token}` }, person: owner } };
+  // The devices' person owns the project, so that its pictures can be read and written.
+  const project = await platform.services.projects.create(orgs.organisation.id, { name: 'Fuzzed', owner: await personIdFor(platform, orgs.idp, 'owner') });
+  KNOWN_IDS.splice(0, KNOWN_IDS.length, project.id);
+  return { platform, orgs, host: orgs.host, credentials: { device: { Authorization: `Bearer ${tokens.access_token}` }, person: owner, session: undefined } };
 }
 
 async function cloud(): Promise<Deployment> {
-  const platform = await startPlatform({ env: { TRUST_PROXY: 'loopback', PLATFORM_DEPLOYMENT: 'cloud', PLATFORM_BASE_URL: 'https://api.platform.test' } });
+  // Mails (emailed codes) go to an outbox folder of its own; rate limits stay on.
+  const platform = await startCloud({ env: { TRUST_PROXY: 'loopback', RATE_LIMITS_ENABLED: 'true' } });
   const organisation = await createOrganisation(platform, { kind: 'team' });
   const person = await createPerson(platform, organisation.id, 'owner');
-  // Cloud has no person sign-in yet, so no one can approve a code: the device is enrolled by the service directly.
   const { tokens } = await enrolDevice(platform, { organisationId: organisation.id, personId: person.id });
-  KNOWN_IDS.splice(0, KNOWN_IDS.length, (await platform.services.projects.create(organisation.id, { name: 'Fuzzed' })).id);
-  return { platform, host: 'api.platform.test', credentials: { device: { Authorization: `Bearer ${tokens.access_token}` }, person: undefined } };
+  const project = await platform.services.projects.create(organisation.id, { name: 'Fuzzed', owner: person.id });
+  KNOWN_IDS.splice(0, KNOWN_IDS.length, project.id, CONSOLE_REDIRECT);
+  return {
+    platform,
+    host: new URL(platform.config.baseUrl!).host,
+    organisationId: organisation.id,
+    credentials: { device: { Authorization: `Bearer ${tokens.access_token}` }, person: undefined, session: undefined },
+  };
+}
+
+let sessions = 0;
+
+/** A fresh Cloud session of an owner of the deployment's organisation (an operation may end it, or the account). */
+async function freshSession(d: Deployment): Promise<Record<string, string> | undefined> {
+  if (!d.organisationId) return undefined;
+  const session = await mintSession(d.platform, `fuzz-owner-${++sessions}@example.test`, [[d.organisationId, 'owner']]);
+  return { Authorization: `Bearer ${session.access_token}`, 'X-Platform-Organisation': d.organisationId };
 }
 
 describe.each([
@@ -430,8 +476,9 @@ describe.each([
     let sent = 0;
     const statuses = new Map<string, number>();
     for (const [index, operation] of operations.entries()) {
+      const credentials = { ...d.credentials, session: await freshSession(d) };
       await fc.assert(
-        fc.asyncProperty(requestArbitrary(operation, doc, d.host, d.credentials), async (fuzz) => {
+        fc.asyncProperty(requestArbitrary(operation, doc, d.host, credentials), async (fuzz) => {
           let test = request(d.platform.app)[operation.method](fuzz.path).set('Host', fuzz.host).set('X-Forwarded-For', from());
           for (const [name, value] of Object.entries(fuzz.headers)) test = test.set(name, value);
           if (fuzz.body) test = test.set('Content-Type', fuzz.body.type).send(fuzz.body.text);

@@ -418,3 +418,59 @@ describe('large event data', () => {
     }
   });
 });
+
+describe("memory reads by the rule of the organisation's policy", () => {
+  /** Which of `actions` were stored as memory reads (label only) when uploaded for `project`. */
+  async function memoryReads(project: string, actions: string[]): Promise<string[]> {
+    const device = await newDevice();
+    const audit = actions.map((action, i) => ({ id: `mr-${i}`, at: '2026-11-02T00:00:00.000Z', actor: 'agent', action, target: 'key', label: action, details: { content: 'remembered text' } }));
+    const res = await upload(device, envelope({ projectId: project, audit }));
+    expect(res.status).toBe(200);
+    const rows = (await platform.dataSource.query('SELECT action, target, details FROM ingest_audit WHERE device_id = ?', [device.device.id])) as {
+      action: string;
+      target: string | null;
+      details: string | null;
+    }[];
+    expect(rows).toHaveLength(actions.length);
+    for (const row of rows) expect(row.target === null).toBe(row.details === null);
+    return rows.filter((row) => row.details === null).map((row) => row.action).sort();
+  }
+
+  const ACTIONS = ['memory.read', 'read_memory', 'memory.semantic_search', 'knowledge.query', 'kb.search', 'export.memories', 'vector.lookup', 'journal.read', 'memory.list', 'notes.search', 'file.read', 'memory.write'];
+
+  async function publishAs(path: string, body: unknown): Promise<void> {
+    const res = await call(platform, 'put', path, { host, headers: admin(), body });
+    expect(res.status).toBe(200);
+  }
+
+  it('applies the built-in rule while the policy adds nothing', async () => {
+    expect(await memoryReads(projectId, ACTIONS)).toEqual(
+      ['export.memories', 'kb.search', 'knowledge.query', 'memory.list', 'memory.read', 'memory.semantic_search', 'read_memory', 'vector.lookup'].sort(),
+    );
+  });
+
+  it("follows the organisation's audit.memoryReads from its next upload, and a project's override over it", async () => {
+    const current = await call(platform, 'get', '/policy/v1', { host, headers: admin() });
+    const policy = { ...current.body.policy, audit: { memoryReads: { stores: ['journal'], include: [], exclude: ['memory.list'] } } };
+    await publishAs('/policy/v1/organisation', policy);
+    expect(await memoryReads(projectId, ACTIONS)).toEqual(
+      ['export.memories', 'journal.read', 'kb.search', 'knowledge.query', 'memory.read', 'memory.semantic_search', 'read_memory', 'vector.lookup'].sort(),
+    );
+
+    const notes = (await platform.services.projects.create(organisation.id, { name: 'Notes' })).id;
+    await publishAs(`/policy/v1/projects/${notes}`, { audit: { memoryReads: { include: ['notes.*'] } } });
+    const withNotes = await memoryReads(notes, ACTIONS);
+    expect(withNotes).toContain('notes.search');
+    // The override replaced the organisation's lists it names (arrays replace), and kept the others.
+    expect(withNotes).toContain('journal.read');
+    expect(withNotes).not.toContain('memory.list');
+    // The organisation's other projects are unchanged.
+    expect(await memoryReads(projectId, ['notes.search'])).toEqual([]);
+  });
+
+  it('refuses a malformed memoryReads section, naming the field', async () => {
+    const res = await call(platform, 'put', `/policy/v1/projects/${projectId}`, { host, headers: admin(), body: { audit: { memoryReads: { include: ['notes(.*'] } } } });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ error: 'invalid_request', field: 'body.audit.memoryReads.include[0]' });
+  });
+});

@@ -140,16 +140,31 @@ describe('the Cloud document', () => {
   });
   afterAll(() => cloud.close());
 
-  it('describes only what Cloud serves: device tokens, no person tokens, no Cloud sessions until they exist', async () => {
+  it('describes only what Cloud serves: device tokens and Cloud sessions, never person tokens, and every operation a session can call', async () => {
     const { body } = await call(cloud, 'get', '/openapi.json');
-    expect(Object.keys(body.components.securitySchemes).sort()).toEqual(['deviceDpop', 'deviceToken']);
+    expect(Object.keys(body.components.securitySchemes).sort()).toEqual(['cloudSession', 'deviceDpop', 'deviceToken']);
     const text = JSON.stringify(body);
-    for (const absent of ['personToken', 'cloudSession', 'runCredential', 'unknown_tenant', '"X-Platform-Organisation"']) expect(text).not.toContain(absent);
-    // Operations only people could call are not served on Cloud yet: not listed, and 404.
-    expect(body.paths['/platform/v1/join-keys']).toBeUndefined();
-    expect(body.paths['/policy/v1'].get.security).toEqual([{ deviceToken: [] }, { deviceDpop: [] }]);
+    for (const absent of ['personToken', 'runCredential', 'unknown_tenant']) expect(text).not.toContain(absent);
+    // The operations people call (administration, device approval, policy publishes and
+    // restores) are served to Cloud sessions, with the header that names the organisation.
+    const session = [{ cloudSession: [] }];
+    for (const [path, method] of [
+      ['/platform/v1/join-keys', 'post'],
+      ['/platform/v1/devices', 'get'],
+      ['/platform/v1/device-approvals/approve', 'post'],
+      ['/policy/v1/organisation', 'put'],
+      ['/policy/v1/organisation/revisions/{number}/restore', 'post'],
+      ['/policy/v1/projects/{projectId}/revisions/{number}/restore', 'post'],
+      ['/platform/v1/ingest/events', 'get'],
+    ] as const) {
+      const operation = body.paths[path]?.[method];
+      expect({ path, security: operation?.security }).toEqual({ path, security: session });
+      expect(operation.parameters.map((parameter: { name: string }) => parameter.name)).toContain('X-Platform-Organisation');
+      expect(operation.responses['404'].content['application/json'].schema.properties.error.enum).toContain('not_found');
+    }
+    expect(body.paths['/policy/v1'].get.security).toEqual([{ deviceToken: [] }, { deviceDpop: [] }, { cloudSession: [] }]);
     const res = await call(cloud, 'get', '/platform/v1/join-keys');
-    expect(res.status).toBe(404);
+    expect(res.status).toBe(401);
     expect(body.servers).toEqual([{ url: 'https://api.platform.test', description: 'Cloud' }]);
     const validator = new Validator();
     expect((await validator.validate(body)).valid).toBe(true);

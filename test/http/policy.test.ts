@@ -81,6 +81,12 @@ function organisationDocument(changes: Record<string, unknown> = {}): PolicyDocu
   });
 }
 
+/** The effective policy of a publish answer (what `GET /policy/v1` answers), without what the publish changed. */
+function effective(res: Response) {
+  const { changed: _changed, number: _number, ...answer } = res.body as Record<string, unknown>;
+  return answer;
+}
+
 const storedRows = (organisationId = organisation.id) => platform.dataSource.getRepository(PolicyRevisionEntity).findBy({ organisationId });
 
 async function insertRow(organisationId: string, projectId: string | null, document: string): Promise<number> {
@@ -139,12 +145,12 @@ describe('publishing the organisation policy', () => {
     const document = organisationDocument();
     const res = await publishOrganisation(document);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ revision: revisionOf({ ...document, source: 'organisation' }), policy: { ...document, source: 'organisation' }, published: true });
+    expect(res.body).toEqual({ revision: revisionOf({ ...document, source: 'organisation' }), policy: { ...document, source: 'organisation' }, published: true, changed: true, number: 1 });
     expect(res.headers.etag).toBe(`"${res.body.revision}"`);
 
     const seen = await getPolicy();
     expect(seen.status).toBe(200);
-    expect(seen.body).toEqual(res.body);
+    expect(seen.body).toEqual(effective(res));
     expect(seen.headers.etag).not.toBe(before.headers.etag);
 
     const rows = await storedRows();
@@ -212,7 +218,8 @@ describe('publishing the organisation policy', () => {
   });
 
   it('refuses a document too large to store', async () => {
-    const res = await publishOrganisation(organisationDocument({ settings: { notes: 'x'.repeat(70_000) } }));
+    // Each string within JSON_MAX_STRING_LENGTH, the whole beyond what a row holds.
+    const res = await publishOrganisation(organisationDocument({ settings: { notes: 'x'.repeat(40_000), more: 'y'.repeat(30_000) } }));
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ error: 'invalid_request', field: 'body' });
     expect(await storedRows()).toHaveLength(1);
@@ -328,13 +335,14 @@ describe('project overrides', () => {
     const res = await publishProject(projectId, override);
     expect(res.status).toBe(200);
     const expected = mergeOverride(organisationAnswer.body.policy as PolicyDocument, override);
-    expect(res.body).toEqual({ revision: revisionOf({ ...expected, source: 'project' }), policy: { ...expected, source: 'project' }, published: true });
+    expect(effective(res)).toEqual({ revision: revisionOf({ ...expected, source: 'project' }), policy: { ...expected, source: 'project' }, published: true });
+    expect(res.body.changed).toBe(true);
     expect(res.body.policy.dlp).toEqual({ ...organisationAnswer.body.policy.dlp, onPii: 'block' });
     expect(res.body.policy.network.denyHosts).toEqual(['files.example.test']);
     expect(res.body.policy.pullRequests.requireChecks).toBe(organisationAnswer.body.policy.pullRequests.requireChecks);
 
     const seen = await getPolicy({ projectId });
-    expect(seen.body).toEqual(res.body);
+    expect(seen.body).toEqual(effective(res));
     expect(seen.headers.etag).not.toBe(organisationAnswer.headers.etag);
     expect((await getPolicy()).body).toEqual(organisationAnswer.body);
   });
@@ -378,7 +386,7 @@ describe('project overrides', () => {
   it('clears the override with {}', async () => {
     const res = await publishProject(projectId, {});
     expect(res.status).toBe(200);
-    expect(res.body).toEqual((await getPolicy()).body);
+    expect(effective(res)).toEqual((await getPolicy()).body);
     expect(res.body.policy.source).toBe('organisation');
   });
 
@@ -437,7 +445,7 @@ describe('stored documents that no longer validate', () => {
 
     const res = await getPolicy({ projectId: project.id });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual(valid.body);
+    expect(res.body).toEqual(effective(valid));
     expect(warningsAbout(bad)).toHaveLength(1);
     expect(warningsAbout(bad)[0]).toMatchObject({ projectId: project.id, field: 'override.tools.defaults.changes' });
   });

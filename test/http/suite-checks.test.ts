@@ -14,16 +14,19 @@ import { keyOf, runDir } from '../support/suite-run.mjs';
  * - every answer the API declares, on either deployment (each operation's success statuses and
  *   each (status, error code) of `errorCodesOf`, with every feature on), was answered to some
  *   `call()` of some test: a declared code no test reaches is a promise nobody checked;
- * - no log line of any file holds a secret that file's service handed out (tokens, refresh tokens,
- *   device codes, user codes, join keys…) or that its tests minted (person tokens).
+ * - no log line of any file holds a secret that file's service handed out (device tokens and
+ *   refresh tokens, device and user codes, join keys, Cloud session tokens, one-time sign-in codes,
+ *   sign-in flow states, link tickets, page session cookies, emailed six-digit codes: whatever any
+ *   answer's body or headers or any mail carried) or that its tests minted (person tokens).
  *
- * Both pass only when the whole suite runs (`npm test`, `npm run test:services`).
+ * They pass only when the whole suite runs (`npm test`, `npm run test:services`).
  */
 
 interface FileRecord {
   path: string;
   answers: string[];
   secrets: string[];
+  shortSecrets?: string[];
   logs: { source: string; line: string }[];
 }
 
@@ -105,6 +108,21 @@ describe('the whole suite', () => {
         if (!text.includes(secret)) continue;
         const where = record.logs.find((entry) => entry.line.includes(secret))!;
         leaks.push(`${record.path}: ${secret.slice(0, 14)}… in a ${where.source} line: ${where.line.slice(0, 300)}`);
+      }
+    }
+    expect(leaks).toEqual([]);
+  });
+
+  it('wrote no emailed six-digit code into any log line', () => {
+    const codesSeen = records.reduce((sum, record) => sum + (record.shortSecrets?.length ?? 0), 0);
+    expect(codesSeen).toBeGreaterThan(10);
+    const leaks: string[] = [];
+    for (const record of records) {
+      for (const code of record.shortSecrets ?? []) {
+        // As a number of its own: not inside a longer run of digits or an id.
+        const standalone = new RegExp(`(?<![0-9A-Za-z_])${code}(?![0-9A-Za-z_])`);
+        const where = record.logs.find((entry) => standalone.test(entry.line));
+        if (where) leaks.push(`${record.path}: ${code} in a ${where.source} line: ${where.line.slice(0, 300)}`);
       }
     }
     expect(leaks).toEqual([]);

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
 import request, { type Response } from 'supertest';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -11,7 +12,7 @@ import type { NewOrganisation } from '../../src/modules/organisation/service.js'
 import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { freshDatabase, type TestDatabase } from './database.js';
-import { recordAnswer, recordLogs, recordSecretsOf } from './suite-record.js';
+import { recordAnswer, recordLogs, recordSecretsOf, recordShortSecretsOf } from './suite-record.js';
 import type { DataSource } from 'typeorm';
 import type { Redis } from 'ioredis';
 
@@ -55,8 +56,16 @@ export async function startPlatform(options: StartOptions = {}): Promise<TestPla
   recordLogs('platform', logs);
   const clock = options.clock ?? new ManualClock(Date.now());
   const platform = buildApp({ config, dataSource, clock, logger: createLogger(config.logLevel, sink), redis: options.redis });
+  // Every secret the service hands out, whichever way a test reads it: answers and mails.
+  const send = platform.services.mailer.send.bind(platform.services.mailer);
+  platform.services.mailer.send = async (mail) => {
+    recordShortSecretsOf(mail.text);
+    recordSecretsOf(mail.text);
+    return send(mail);
+  };
   return {
     ...platform,
+    app: recordingSecrets(platform.app),
     config,
     clock,
     dataSource,
@@ -67,6 +76,49 @@ export async function startPlatform(options: StartOptions = {}): Promise<TestPla
       await database.drop();
     },
   };
+}
+
+/**
+ * The app, as supertest and servers call it, recording every secret an answer carries for the
+ * suite's log scan: in its body (JSON by field name and shape, anything else by shape) and in its
+ * headers (a `Location` holding a code or state, a `Set-Cookie` holding a session).
+ */
+function recordingSecrets(app: Platform['app']): Platform['app'] {
+  return new Proxy(app, {
+    apply(target, thisArg, args: unknown[]) {
+      const res = args[1] as ServerResponse;
+      const setHeader = res.setHeader.bind(res);
+      res.setHeader = (name: string, value: number | string | readonly string[]) => {
+        recordSecretsOf(value);
+        return setHeader(name, value);
+      };
+      const chunks: Buffer[] = [];
+      const write = res.write.bind(res) as (...parts: unknown[]) => boolean;
+      const end = res.end.bind(res) as (...parts: unknown[]) => ServerResponse;
+      const keep = (chunk: unknown) => {
+        if (typeof chunk === 'string' || Buffer.isBuffer(chunk)) chunks.push(Buffer.from(chunk));
+      };
+      res.write = ((chunk: unknown, ...rest: unknown[]) => {
+        keep(chunk);
+        return write(chunk, ...rest);
+      }) as ServerResponse['write'];
+      res.end = ((chunk?: unknown, ...rest: unknown[]) => {
+        keep(chunk);
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: unknown = text;
+        if (String(res.getHeader('content-type') ?? '').includes('json')) {
+          try {
+            body = JSON.parse(text);
+          } catch {
+            // Recorded as text.
+          }
+        }
+        recordSecretsOf(body);
+        return end(chunk, ...rest);
+      }) as ServerResponse['end'];
+      return Reflect.apply(target, thisArg, args as [IncomingMessage, ServerResponse]);
+    },
+  });
 }
 
 let organisationCount = 0;

@@ -4,13 +4,15 @@ import { keyOf, runDir } from './suite-run.mjs';
 
 /**
  * What one test file saw, for the suite-wide checks (test/http/suite-checks.test.ts): every
- * answer of `call()` (operation, status, error code), every secret the service handed out or the
- * test minted, and every log line the service wrote. Written when the file ends
+ * answer of `call()` (operation, status, error code), every secret the service handed out (in any
+ * answer's body or headers, or a mail) or the test minted, and every log line the service wrote. Written when the file ends
  * (test/support/suite-setup.ts); each test file has its own copy of this module.
  */
 
 const answers = new Set<string>();
 const secrets = new Set<string>();
+/** Secrets too short to search for as text (emailed six-digit codes): searched as whole numbers. */
+const shortSecrets = new Set<string>();
 const logSources: { name: string; lines: readonly unknown[] }[] = [];
 
 /** `operationId status code` (`-` for a success), as the checks compare them. */
@@ -63,6 +65,11 @@ export function recordSecretsOf(body: unknown): void {
   }
 }
 
+/** The six-digit codes of a mail's text (a sign-in code, standing on a line of its own). */
+export function recordShortSecretsOf(text: string): void {
+  for (const match of text.matchAll(/^\s*(\d{6})\s*$/gm)) shortSecrets.add(match[1]!);
+}
+
 /** A place log lines of this file accumulate (a platform's logs, the command line's stderr). */
 export function recordLogs(name: string, lines: readonly unknown[]): void {
   logSources.push({ name, lines });
@@ -72,5 +79,5 @@ export function flush(testPath: string): void {
   const dir = runDir();
   if (!dir) return;
   const logs = logSources.flatMap(({ name, lines }) => lines.map((line) => ({ source: name, line: typeof line === 'string' ? line : JSON.stringify(line) })));
-  writeFileSync(join(dir, 'files', `${keyOf(testPath)}.json`), JSON.stringify({ path: testPath, answers: [...answers], secrets: [...secrets], logs }));
+  writeFileSync(join(dir, 'files', `${keyOf(testPath)}.json`), JSON.stringify({ path: testPath, answers: [...answers], secrets: [...secrets], shortSecrets: [...shortSecrets], logs }));
 }

@@ -22,14 +22,6 @@ import type { DeviceTokenService } from './tokens.js';
  * devices (list, revoke). A member is refused with 403; anything of another organisation is 404.
  */
 
-const organisationHeader = {
-  'X-Platform-Organisation': {
-    description: "Cloud only, with a person's access token: the organisation id the request is for.",
-    schema: { type: 'string' },
-    onlyWith: 'cloud-session',
-  },
-} as const;
-
 // Lists ----------------------------------------------------------------------------------------
 
 const DEFAULT_PAGE_SIZE = 50;
@@ -226,7 +218,6 @@ const ADMIN_ROUTE = {
   tenant: true,
   auth: ['person', 'cloud-session'],
   forbids: true,
-  headers: organisationHeader,
 } as const;
 
 export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRouteOptions): RouteDefinition[] {

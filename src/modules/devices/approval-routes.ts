@@ -67,13 +67,6 @@ const common = {
   tenant: true,
   auth: ['person', 'cloud-session'],
   rateLimits: RATE_LIMITS,
-  headers: {
-    'X-Platform-Organisation': {
-      description: "Cloud only, with a person's access token: the organisation the device joins.",
-      schema: { type: 'string' },
-      onlyWith: 'cloud-session',
-    },
-  },
   schemas: { body: userCodeRequestSchema },
   errors: { 403: ['forbidden'], 404: ['not_found'] },
 } as const;
