@@ -72,6 +72,27 @@ const common = {
 } as const;
 
 export function approvalRoutes(deviceCodes: DeviceCodeService): RouteDefinition[] {
+  /** Approving and denying differ only in the decision and its words. */
+  const decisionRoute = (decision: 'approve' | 'deny', operationId: string, summary: string, description: string) => {
+    const outcome = decision === 'approve' ? 'approved' : 'denied';
+    return defineRoute({
+      ...common,
+      path: `/platform/v1/device-approvals/${decision}`,
+      operationId,
+      summary,
+      description,
+      responses: {
+        200: { description: decision === 'approve' ? 'Approved.' : 'Denied.', schema: deviceApprovalSchema },
+        403: { description: FORBIDDEN },
+        404: { description: NOT_FOUND },
+      },
+      handler: async ({ body, principal, req }) => {
+        const device = await deviceCodes.decide(body.userCode, approverOf(principal), decision);
+        auditDecision(req.log, principal, device, outcome);
+        return answer(device, outcome);
+      },
+    });
+  };
   return [
     defineRoute({
       ...common,
@@ -88,41 +109,13 @@ export function approvalRoutes(deviceCodes: DeviceCodeService): RouteDefinition[
       },
       handler: async ({ body, principal }) => answer(await deviceCodes.lookUp(body.userCode, approverOf(principal)), 'pending'),
     }),
-    defineRoute({
-      ...common,
-      path: '/platform/v1/device-approvals/approve',
-      operationId: 'approveDevice',
-      summary: 'Approve a device asking to enrol',
-      description:
-        'The device receives its tokens at its next poll, enrolled in the caller\'s organisation with the caller as its approver. ' +
+    decisionRoute(
+      'approve',
+      'approveDevice',
+      'Approve a device asking to enrol',
+      "The device receives its tokens at its next poll, enrolled in the caller's organisation with the caller as its approver. " +
         'The caller must still be allowed to approve it when the device polls. A node needs an owner or admin.',
-      responses: {
-        200: { description: 'Approved.', schema: deviceApprovalSchema },
-        403: { description: FORBIDDEN },
-        404: { description: NOT_FOUND },
-      },
-      handler: async ({ body, principal, req }) => {
-        const device = await deviceCodes.decide(body.userCode, approverOf(principal), 'approve');
-        auditDecision(req.log, principal, device, 'approved');
-        return answer(device, 'approved');
-      },
-    }),
-    defineRoute({
-      ...common,
-      path: '/platform/v1/device-approvals/deny',
-      operationId: 'denyDevice',
-      summary: 'Deny a device asking to enrol',
-      description: 'The device is told `access_denied` at its next poll.',
-      responses: {
-        200: { description: 'Denied.', schema: deviceApprovalSchema },
-        403: { description: FORBIDDEN },
-        404: { description: NOT_FOUND },
-      },
-      handler: async ({ body, principal, req }) => {
-        const device = await deviceCodes.decide(body.userCode, approverOf(principal), 'deny');
-        auditDecision(req.log, principal, device, 'denied');
-        return answer(device, 'denied');
-      },
-    }),
+    ),
+    decisionRoute('deny', 'denyDevice', 'Deny a device asking to enrol', 'The device is told `access_denied` at its next poll.'),
   ];
 }

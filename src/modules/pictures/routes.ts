@@ -11,7 +11,6 @@ import {
   PICTURE_LIMITS,
   pictureListSchema,
   pictureParamsSchema,
-  pictureRefusalSchema,
   pictureSchema,
   pictureWriteSchema,
   projectParamsSchema,
@@ -223,7 +222,6 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
         400: {
           description:
             '`invalid_request` (naming the field; also a spec key longer than 1,000 characters), `json_too_complex` (a spec nested deeper than 64 levels or holding more than 100,000 keys and items), `invalid_svg` (not a well-formed SVG document), `unsafe_svg` (breaks an SVG rule; `where` names the element or line), `unsupported_schema_version` (`spec.version` is not 1).',
-          schema: pictureRefusalSchema,
         },
         403: forbiddenAnswer,
         404: notFoundAnswer,

@@ -130,17 +130,3 @@ export const listQuerySchema = {
   },
   additionalProperties: false,
 } as const;
-
-/** The error body of a refused save: the spec's (2.1), and where an SVG rule was broken. */
-export const pictureRefusalSchema = named('PictureRefusal', {
-  type: 'object',
-  description: 'Error body (spec 2.1); SVG refusals say where.',
-  required: ['error'],
-  properties: {
-    error: { type: 'string', description: 'Error code.' },
-    message: { type: 'string', description: 'Plain-words explanation.' },
-    field: { type: 'string', description: 'The request field at fault.' },
-    where: { type: 'string', description: 'For SVG refusals: the element path (`/svg/g[2]/use[1]/@href`) or line and column.' },
-  },
-  additionalProperties: true,
-} as const);
