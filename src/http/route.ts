@@ -260,6 +260,13 @@ function validator(where: 'params' | 'query' | 'body', schema: Schema | undefine
       const { field, message } = describeError(where, validate.errors?.[0]);
       throw invalidRequest(message, { field });
     }
+    // ajv coerces `1e999` in a query or path to Infinity and lets it pass `integer` and `maximum`;
+    // nothing downstream (a SQL LIMIT, a date) can use it.
+    if (where !== 'body') {
+      for (const [name, coerced] of Object.entries(target as Record<string, unknown>)) {
+        if (typeof coerced === 'number' && !Number.isFinite(coerced)) throw invalidRequest(`${where}.${name} must be a finite number`, { field: `${where}.${name}` });
+      }
+    }
     return target;
   };
 }

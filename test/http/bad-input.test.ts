@@ -70,6 +70,37 @@ describe('malformed percent-encoding in path parameters', () => {
   });
 });
 
+describe('numbers too large to be numbers', () => {
+  it('are 400 invalid_request in every integer of every query and path, for people and devices alike', async () => {
+    // ajv turns `1e999` into Infinity and lets it pass `integer` and `maximum`: a SQL LIMIT of it failed.
+    let checked = 0;
+    for (const route of platform.registry.routes.filter((r) => !r.cloudOnly && (r.method === 'get' || r.path.includes('{number}')))) {
+      const integers = (where: 'query' | 'params') =>
+        Object.entries(((route.schemas[where] as { properties?: Record<string, { type?: string }> } | undefined)?.properties ?? {}))
+          .filter(([, property]) => property.type === 'integer')
+          .map(([name]) => name);
+      const headers = route.auth !== 'public' && route.auth.includes('device') ? { Authorization: `Bearer ${device.tokens.access_token}` } : owner;
+      const filled = route.path.replace('{number}', '1e999').replace('{projectId}', 'prj_nothing00000000');
+      for (const name of integers('query')) {
+        const res = await call(platform, route.method, `${filled.replace('1e999', '1')}?${name}=1e999`, { host: orgs.host, headers });
+        expect({ operation: route.operationId, status: res.status, body: res.body }).toEqual({
+          operation: route.operationId,
+          status: 400,
+          body: { error: 'invalid_request', message: `query.${name} must be a finite number`, field: `query.${name}` },
+        });
+        checked += 1;
+      }
+      if (integers('params').length) {
+        const res = await call(platform, route.method, filled, { host: orgs.host, headers });
+        expect({ operation: route.operationId, status: res.status, error: res.body.error }).toEqual({ operation: route.operationId, status: 400, error: 'invalid_request' });
+        checked += 1;
+      }
+    }
+    expect(checked).toBeGreaterThanOrEqual(8);
+    noUnexpectedFailure();
+  });
+});
+
 describe('request bodies that cannot be read', () => {
   const json = Buffer.from(JSON.stringify({ workspaceId: 'ws', name: 'laptop' }));
   let server: RawServer;

@@ -204,6 +204,10 @@ function mutatedBody(schema: Schema, doc: Schema): fc.Arbitrary<string> {
 
 // Requests ----------------------------------------------------------------------------------
 
+/** A generated value as a query, path or header holds it (objects as JSON: a dictionary fast-check
+ * makes has no prototype, so `String()` cannot convert it). */
+const asText = (value: unknown): string => (typeof value === 'string' ? value : (JSON.stringify(value) ?? ''));
+
 /** Percent-encoded as UTF-8; a lone surrogate (which UTF-8 cannot carry) becomes U+FFFD. */
 const encode = (value: string) => encodeURIComponent(value.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd'));
 
@@ -260,7 +264,7 @@ function requestArbitrary(operation: Operation, doc: Schema, host: string, crede
   );
   // An id of something that exists, or a value of the parameter's own schema (a picture's slug).
   const plausible = (parameter: Operation['parameters'][number]) =>
-    fc.oneof(plausibleId, near(parameter.schema, doc).map((value) => encode(String(value))).filter((value) => value !== ''));
+    fc.oneof(plausibleId, near(parameter.schema, doc).map((value) => encode(asText(value))).filter((value) => value !== ''));
   const path = (fault: boolean) =>
     fc.tuple(...pathParameters.map((parameter) => (fault ? fc.oneof(badPathValue, plausible(parameter)) : plausible(parameter)))).map(fillPath);
 
@@ -274,7 +278,7 @@ function requestArbitrary(operation: Operation, doc: Schema, host: string, crede
     fc
       .tuple(
         fc.subarray(queryParameters).chain((chosen) =>
-          fc.tuple(...chosen.map((p) => (fault ? fc.oneof(near(p.schema, doc).map(String), badQueryValue) : near(p.schema, doc).map(String)).map((value) => [p.name, value] as const))),
+          fc.tuple(...chosen.map((p) => (fault ? fc.oneof(near(p.schema, doc).map(asText), badQueryValue) : near(p.schema, doc).map(asText)).map((value) => [p.name, value] as const))),
         ),
         fault ? fc.option(fc.tuple(fc.string({ minLength: 1, maxLength: 10 }), fc.string({ maxLength: 10 })), { nil: undefined }) : fc.constant(undefined),
         fault ? fc.boolean() : fc.constant(false),
@@ -312,7 +316,7 @@ function requestArbitrary(operation: Operation, doc: Schema, host: string, crede
   const headerParameters = operation.parameters.filter((p) => p.in === 'header' && p.name !== 'X-Platform-Organisation');
   const declaredHeaders = fc.record(
     Object.fromEntries(
-      headerParameters.map((p) => [p.name, fc.oneof(fc.constantFrom('*', '"0"'), near(p.schema, doc).map(String)).filter((value) => /^[\x20-\x7e]*$/.test(value))]),
+      headerParameters.map((p) => [p.name, fc.oneof(fc.constantFrom('*', '"0"'), near(p.schema, doc).map(asText)).filter((value) => /^[\x20-\x7e]*$/.test(value))]),
     ),
     { requiredKeys: [] },
   ) as fc.Arbitrary<Record<string, string>>;
