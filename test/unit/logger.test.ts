@@ -32,6 +32,15 @@ describe('logger redaction', () => {
     expect(written).toContain('laptop');
     expect(written.match(/\[REDACTED\]/g)?.length).toBe(5);
   });
+
+  it('removes link tickets and links, as fields and in addresses', () => {
+    const { lines, logger } = capture();
+    logger.info({ body: { link: 'lt-s3cr3t-ticket', email: 'ada@example.test' }, url: '/auth/v1/start?provider=github&link=lt-s3cr3t-url' });
+    const written = lines.join('');
+    expect(written).not.toMatch(/s3cr3t/);
+    expect(written).toContain('ada@example.test');
+    expect(written).toContain('provider=github');
+  });
 });
 
 describe('logged failures', () => {
