@@ -14,7 +14,8 @@ import type { PolicyDocument } from '../src/modules/policy/schemas.js';
  *   secrets);
  * - agents write only inside the workspace, never push to `main`/`master` directly, and cannot
  *   merge their own pull requests, which need one approval and passing checks;
- * - audit records keep no tool arguments.
+ * - audit records keep no tool arguments, and memory reads keep only their label (the built-in
+ *   rule of `policies/memory-reads.ts`, nothing added or excluded).
  */
 export const DEFAULT_POLICY: PolicyDocument = {
   version: 1,
@@ -65,5 +66,6 @@ export const DEFAULT_POLICY: PolicyDocument = {
     requireChecks: true,
     agentsMayMerge: false,
   },
+  audit: { memoryReads: { stores: [], include: [], exclude: [] } },
   cloudAgents: { allowed: true, maxConcurrent: 5 },
 };

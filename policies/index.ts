@@ -5,13 +5,14 @@ import { projectRules } from './project.js';
 import { deviceRules } from './device.js';
 import { policyRules } from './policy.js';
 import { activityRules } from './activity.js';
+import { pictureRules } from './picture.js';
 import { cloudAgentRules } from './cloud-agent.js';
 import type { Action, Actor, AppAbility } from './subjects.js';
 
 export type { Action, Actor, AppAbility } from './subjects.js';
 
 /** Every subject's rules, in one list; a new subject adds its file here. */
-const RULES = [organisationRules, projectRules, deviceRules, policyRules, activityRules, cloudAgentRules];
+const RULES = [organisationRules, projectRules, deviceRules, policyRules, activityRules, pictureRules, cloudAgentRules];
 
 const abilities = new Map<string, AppAbility>();
 

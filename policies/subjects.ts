@@ -15,7 +15,7 @@ export interface ProjectSubject {
   organisationId: string;
 }
 
-export type Subjects = 'Organisation' | 'Project' | 'ProjectMember' | 'Device' | 'DeviceRequest' | 'JoinKey' | 'Policy' | 'Activity' | 'CloudAgentRun' | 'all';
+export type Subjects = 'Organisation' | 'Project' | 'ProjectMember' | 'Device' | 'DeviceRequest' | 'JoinKey' | 'Policy' | 'Activity' | 'Picture' | 'CloudAgentRun' | 'all';
 
 export type AppAbility = MongoAbility<[Action, Subjects | ({ __caslSubjectType__?: string } & object)]>;
 

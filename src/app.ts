@@ -11,6 +11,7 @@ import { DeviceTokenResolver } from './auth/device-token.js';
 import { DpopVerifier, randomNonceSecret } from './auth/dpop.js';
 import { MemoryReplayCache } from '../adapters/state/memory-replay-cache.js';
 import { RedisReplayCache } from '../adapters/state/redis-replay-cache.js';
+import { RedisRateLimitStores } from '../adapters/state/redis-rate-limit.js';
 import { DeviceStore } from './modules/devices/store.js';
 import { DeviceTokenService } from './modules/devices/tokens.js';
 import { JoinKeyService } from './modules/devices/join-keys.js';
@@ -27,11 +28,12 @@ import type { TokenResolver } from './auth/resolver.js';
 import type { Config } from './config.js';
 import { errorHandler, notFoundHandler, requestId, requestLogger } from './http/edge.js';
 import { buildOpenApi } from './http/openapi.js';
-import { defineRoute, RouteRegistry } from './http/route.js';
+import { originEdge, serviceOrigin } from './http/origin.js';
+import { defineRoute, RouteRegistry, type DeploymentProfile } from './http/route.js';
 import { tenancy } from './http/tenancy.js';
-import { memoryStores, RateLimits, redisStores } from './http/rate-limit.js';
+import { memoryStores, RateLimits } from './http/rate-limit.js';
 import { discoveryRoutes } from './modules/discovery/routes.js';
-import { databaseProbe, healthRoutes, type ReadinessProbe } from './modules/health/routes.js';
+import { databaseProbe, healthRoutes, migrationsProbe, ProbeFailure, type ReadinessProbe } from './modules/health/routes.js';
 import { organisationRoutes } from './modules/organisation/routes.js';
 import { OrganisationService } from './modules/organisation/service.js';
 import { policyRoutes } from './modules/policy/routes.js';
@@ -40,15 +42,28 @@ import { ProjectService } from './modules/projects/service.js';
 import { IngestReader } from './modules/ingest/read.js';
 import { ingestRoutes } from './modules/ingest/routes.js';
 import { IngestService } from './modules/ingest/service.js';
+import { pictureRoutes } from './modules/pictures/routes.js';
+import { PictureService } from './modules/pictures/service.js';
 import type { Clock } from './util/clock.js';
-import { randomBytes } from 'node:crypto';
+import { hkdfSync, randomBytes } from 'node:crypto';
+import { identityProvider } from '../adapters/identity/cloud-providers.js';
+import { OutboxMailer } from '../adapters/mail/outbox.js';
+import { SmtpMailer } from '../adapters/mail/smtp.js';
+import { CloudSessionResolver } from './auth/cloud-session.js';
+import type { Mailer } from './mail/mailer.js';
+import { accountRoutes } from './modules/account/routes.js';
+import { AccountService } from './modules/account/service.js';
+import type { IdentityProvider } from './modules/signin/identity-provider.js';
+import { signInRateLimits, signInRoutes } from './modules/signin/routes.js';
+import { SignInService } from './modules/signin/service.js';
+import { CloudSessions } from './modules/signin/sessions.js';
+import type { IdentityProviderId } from './config.js';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { RunCredentialResolver } from './auth/run-credential.js';
 import { CloudAgentService } from './modules/cloud-agents/service.js';
 import { cloudAgentRoutes } from './modules/cloud-agents/routes.js';
 import { mcpRoutes } from './modules/cloud-agents/mcp.js';
-import { trustedOriginOf } from './modules/cloud-agents/origin.js';
 import { RelayHub } from './modules/relay/channel.js';
 import { relayRoutes, RelayUpgrades } from './modules/relay/routes.js';
 import { DatabaseSigningKeyStore, MemorySigningKeyStore, SigningKeys } from './modules/relay/signing-keys.js';
@@ -66,6 +81,8 @@ export interface AppDependencies {
 export interface Platform {
   app: Express;
   registry: RouteRegistry;
+  /** What this deployment serves: its routes, token kinds and the error codes they answer. */
+  profile: DeploymentProfile;
   openapi: ReturnType<typeof buildOpenApi>;
   services: {
     organisations: OrganisationService;
@@ -74,6 +91,9 @@ export interface Platform {
     deviceTokens: DeviceTokenService;
     projects: ProjectService;
     policies: PolicyService;
+    signIn: SignInService;
+    sessions: CloudSessions;
+    mailer: Mailer;
     cloudAgents: CloudAgentService;
     signingKeys: SigningKeys;
     relay: RelayHub;
@@ -101,7 +121,7 @@ export function buildApp(deps: AppDependencies): Platform {
   const joinKeys = new JoinKeyService(dataSource, clock, deviceTokens, organisations);
   const deviceCodes = new DeviceCodeService(dataSource, clock, config.devices, deviceTokens, organisations);
   const projects = new ProjectService(dataSource, clock);
-  const policies = new PolicyService(dataSource, clock, logger, projects);
+  const policies = new PolicyService(dataSource, clock, logger, projects, config.json);
   const cloudAgents = new CloudAgentService({
     dataSource,
     clock,
@@ -134,40 +154,73 @@ export function buildApp(deps: AppDependencies): Platform {
     stillValid: async (owner) => (await deviceTokens.resolveAccessToken(owner.accessToken))?.device.id === owner.deviceId,
   });
   const upgrades = new RelayUpgrades();
-  const originOf = (req: express.Request) => trustedOriginOf(req, config.baseUrl);
 
-  const probes: ReadinessProbe[] = [databaseProbe(dataSource)];
+  // Cloud sign-in: identity providers, mail, sessions.
+  const mailer: Mailer = config.mail.smtpUrl ? new SmtpMailer(config.mail.smtpUrl, config.mail.from) : new OutboxMailer(config.mail.outboxDir, config.mail.from, clock);
+  const providers = new Map<IdentityProviderId, IdentityProvider>();
+  for (const [id, settings] of Object.entries(config.cloud.providers) as [IdentityProviderId, NonNullable<(typeof config.cloud.providers)[IdentityProviderId]>][]) {
+    providers.set(
+      id,
+      identityProvider(id, settings, {
+        allowHttpLoopback: config.oidc.allowHttpLoopbackIssuers,
+        httpTimeoutMs: config.oidc.httpTimeoutMs,
+        metadataMaxAgeMs: config.oidc.jwksCacheMaxAgeMs,
+        clockSkewSeconds: config.oidc.clockSkewSeconds,
+      }),
+    );
+  }
+  const sessions = new CloudSessions(dataSource, clock, config.cloud);
+  // Sign-in builds absolute URLs where no request is at hand: from PLATFORM_BASE_URL alone.
+  const ownOrigin = serviceOrigin(config.baseUrl);
+  const signIn = new SignInService(dataSource, clock, {
+    config: config.cloud,
+    origin: ownOrigin,
+    providers,
+    organisations,
+    sessions,
+    mailer,
+    logger,
+    // Emailed codes are stored as HMACs under a key of their own, derived from AUTH_CODE_SECRET.
+    codeKey: Buffer.from(hkdfSync('sha256', config.cloud.codeSecret ?? randomBytes(32), 'emailed codes', 'platform email code v1', 32)),
+  });
+  if (config.deployment === 'cloud') resolvers.push(new CloudSessionResolver(sessions, organisations));
+
   const redis = deps.redis;
-  probes.push({
-    name: 'redis',
-    check: async () => {
-      if (!redis) return 'not configured';
-      await redis.ping();
-      return 'ok';
+  const redisRateLimits = redis ? new RedisRateLimitStores(redis) : undefined;
+  const probes: ReadinessProbe[] = [
+    databaseProbe(dataSource),
+    migrationsProbe(dataSource),
+    { name: 'redis', check: async () => (redis ? (await redis.ping(), 'ok') : 'not configured') },
+    {
+      name: 'rateLimits',
+      check: async () => (!config.rateLimitsEnabled ? 'disabled' : redisRateLimits ? redisRateLimits.check() : 'in process'),
     },
-  });
-
-  probes.push({
-    name: 'relay',
-    check: async () => {
-      if (routing.kind === 'in process') return 'not configured';
-      if (!routing.healthy()) throw new Error('the relay is not subscribed to Redis');
-      return 'ok';
+    { name: 'replayCache', check: async () => (replay instanceof RedisReplayCache ? replay.check() : 'in process') },
+    {
+      name: 'relay',
+      check: async () => {
+        if (routing.kind === 'in process') return 'in process';
+        if (!routing.healthy()) throw new ProbeFailure('not subscribed');
+        return 'ok';
+      },
     },
-  });
+  ];
 
   const registry = new RouteRegistry();
   registry.add(...healthRoutes(probes), ...discoveryRoutes(config), ...organisationRoutes());
-  registry.add(...policyRoutes(policies));
-  registry.add(...ingestRoutes(new IngestService(dataSource, clock, projects), new IngestReader(dataSource), config.ingest));
+  registry.add(...policyRoutes(policies, config.policy));
+  registry.add(...ingestRoutes(new IngestService(dataSource, clock, policies), new IngestReader(dataSource, { maxDepth: config.json.maxDepth, maxKeys: config.ingest.maxJsonKeys, maxStringLength: config.ingest.maxStringLength }), config.ingest));
+  registry.add(...pictureRoutes(new PictureService(dataSource, clock), projects));
   registry.add(...joinRoutes({ joinKeys, dpop }), ...tokenRoutes({ tokens: deviceTokens, dpop }), ...deviceAdminRoutes({ joinKeys, devices: deviceStore, tokens: deviceTokens }));
   registry.add(...deviceCodeRoutes({ deviceCodes, dpop, config }), ...approvalRoutes(deviceCodes));
-  registry.add(...cloudAgentRoutes(cloudAgents, originOf));
+  registry.add(...signInRoutes({ service: signIn, sessions, config: config.cloud, origin: ownOrigin }));
+  registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger), signIn));
+  registry.add(...cloudAgentRoutes(cloudAgents));
   registry.add(
     ...mcpRoutes({
       hub: relay,
       keys: signingKeys,
-      originOf,
+      baseUrl: config.baseUrl,
       maxBytes: config.cloudAgents.mcpMaxBytes,
       requestsPerMinute: config.cloudAgents.mcpRequestsPerMinute,
     }),
@@ -188,7 +241,14 @@ export function buildApp(deps: AppDependencies): Platform {
       handler: () => ({ status: 200, body: openapi, headers: { 'Cache-Control': 'public, max-age=300' } }),
     }),
   );
-  const openapi = buildOpenApi(registry, { deployment: config.deployment, baseUrl: config.baseUrl });
+  const profile: DeploymentProfile = {
+    deployment: config.deployment,
+    tokenKinds: resolvers.map((resolver) => resolver.kind),
+    rateLimits: config.rateLimitsEnabled,
+    redis: deps.redis !== undefined,
+    dpopNonces: config.dpop.requireNonce,
+  };
+  const openapi = buildOpenApi(registry, { profile, baseUrl: config.baseUrl });
 
   const app = express();
   app.disable('x-powered-by');
@@ -214,7 +274,9 @@ export function buildApp(deps: AppDependencies): Platform {
       xXssProtection: false,
     }),
   );
-  const rateLimits = new RateLimits(deps.redis ? redisStores(deps.redis) : memoryStores(), config.rateLimitsEnabled);
+  // The one trusted origin of the request, settled before anything reads a host (400 otherwise).
+  app.use(originEdge(config.baseUrl));
+  const rateLimits = new RateLimits(redisRateLimits ? redisRateLimits.stores() : memoryStores(), config.rateLimitsEnabled);
   const router = express.Router();
   registry.mount(
     router,
@@ -231,23 +293,22 @@ export function buildApp(deps: AppDependencies): Platform {
         return parsers;
       },
       defaultBodyLimitBytes: config.jsonBodyLimitBytes,
+      defaultJsonLimits: config.json,
       tenancy: tenancy(config.deployment, organisations),
       authenticate: authentication(resolvers, config.deployment),
     },
-    config.deployment,
+    profile,
   );
   app.use(router);
   // The approval page at verification_uri: HTML pages beside the API, not in its OpenAPI document.
   const pageLogin = new OrganisationLogin({ ...config.oidc, metadataMaxAgeMs: config.oidc.jwksCacheMaxAgeMs });
   app.use(
     approvalPage({
-      deployment: config.deployment,
-      baseUrl: config.baseUrl,
       deviceCodes,
       organisations,
       sessions: new WebSessions(dataSource, clock),
-      // Cloud: none until Cloud sessions exist; the page says so.
       signIn: config.deployment === 'self-hosted' ? new OrganisationSignIn(pageLogin, new PersonTokenResolver(verifier, organisations)) : undefined,
+      cloud: config.deployment === 'cloud' ? { signIn, codeRateLimit: signInRateLimits(config.cloud).emailVerify } : undefined,
       tenancy: tenancy(config.deployment, organisations),
       rateLimit: (rule) => rateLimits.handler(rule),
     }),
@@ -259,8 +320,9 @@ export function buildApp(deps: AppDependencies): Platform {
   return {
     app,
     registry,
+    profile,
     openapi,
-    services: { organisations, verifier, dpop, deviceTokens, projects, policies, cloudAgents, signingKeys, relay },
+    services: { organisations, verifier, dpop, deviceTokens, projects, policies, signIn, sessions, mailer, cloudAgents, signingKeys, relay },
     upgrade: upgrades.handle,
     start: async () => {
       await signingKeys.ready();

@@ -27,6 +27,12 @@ export interface Config {
   /** Express `trust proxy` value: false, true, a hop count, or a list of addresses/subnets. */
   trustProxy: boolean | number | string[];
   jsonBodyLimitBytes: number;
+  /** Bounds on every JSON body (and free-form JSON read back from storage); routes may declare their own. */
+  json: {
+    maxDepth: number;
+    maxKeys: number;
+    maxStringLength: number;
+  };
   discoveryMaxAgeSeconds: number;
   oidc: {
     /** Seconds of clock skew tolerated on `exp`/`nbf`/`iat` of person tokens. */
@@ -50,6 +56,14 @@ export interface Config {
     maxBytes: number;
     /** Most items (events, usage, audit, tasks together) in one envelope. */
     maxItems: number;
+    /** Most object keys and array items in one envelope (JSON_MAX_KEYS is for ordinary bodies). */
+    maxJsonKeys: number;
+    /** Longest string in an envelope (an agent's answer or a command's output may be long). */
+    maxStringLength: number;
+  };
+  policy: {
+    /** Publishing and restoring need `If-Match` (428 without it). */
+    requireIfMatch: boolean;
   };
   devices: {
     accessTokenTtlSeconds: number;
@@ -90,6 +104,69 @@ export interface Config {
     /** A new signing key takes over this often. */
     rotationSeconds: number;
   };
+  cloud: CloudSignInConfig;
+  mail: MailConfig;
+}
+
+/** The identity providers a person can sign in with on Cloud (spec 4.3), and emailed codes. */
+export type IdentityProviderId = 'google' | 'microsoft' | 'github' | 'facebook';
+export const IDENTITY_PROVIDERS: readonly IdentityProviderId[] = ['google', 'microsoft', 'github', 'facebook'];
+export type SignInProviderId = IdentityProviderId | 'email';
+export type SignInClient = 'console' | 'mobile';
+export const SIGN_IN_CLIENTS: readonly SignInClient[] = ['console', 'mobile'];
+
+/** An OpenID Connect provider: its issuer (metadata by discovery) and this service's client. */
+export interface OidcProviderConfig {
+  kind: 'oidc';
+  clientId: string;
+  clientSecret: string;
+  issuer: string;
+}
+
+/** A plain OAuth 2 provider: its endpoints, its user API, and this service's client. */
+export interface OAuthProviderConfig {
+  kind: 'oauth2';
+  clientId: string;
+  clientSecret: string;
+  authorizationUrl: string;
+  tokenUrl: string;
+  apiUrl: string;
+}
+
+export type ProviderConfig = OidcProviderConfig | OAuthProviderConfig;
+
+export interface CloudSignInConfig {
+  /** Exact redirect URIs each client may name at `/auth/v1/start` and `/auth/v1/email/start`. */
+  redirectUris: Record<SignInClient, readonly string[]>;
+  /** Enabled identity providers (client id and secret configured). */
+  providers: Partial<Record<IdentityProviderId, ProviderConfig>>;
+  /** Display order of `GET /auth/v1/providers` (enabled providers and `email`). */
+  providerOrder: readonly SignInProviderId[];
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlSeconds: number;
+  /** A concurrent refresh of the same token within this many seconds gets the same new pair. */
+  refreshGraceSeconds: number;
+  /** The one-time code returned to `redirect_uri` (spec 8: 60 seconds). */
+  signInCodeTtlSeconds: number;
+  /** From `/auth/v1/start` to the provider's answer at the callback. */
+  flowTtlSeconds: number;
+  emailCodeTtlSeconds: number;
+  emailCodesPerHour: number;
+  emailCodeTries: number;
+  linkTicketTtlSeconds: number;
+  /** Key of the HMAC that emailed codes are stored under; random per process when unset. */
+  codeSecret: Buffer | undefined;
+  /** Sign-in requests per network address per minute, per operation. */
+  rateLimitPerMinute: number;
+  /** Token requests (code exchanges and refreshes) per network address per minute. */
+  tokenRateLimitPerMinute: number;
+}
+
+export interface MailConfig {
+  /** `smtp://` or `smtps://`; unset: mails are written to `outboxDir` as `.eml` files. */
+  smtpUrl: string | undefined;
+  from: string;
+  outboxDir: string;
 }
 
 export class ConfigError extends Error {
@@ -208,12 +285,137 @@ function redisUrl(env: Env): string | undefined {
   return value;
 }
 
-function secretBytes(env: Env, name: string): Buffer | undefined {
+function secretKey(env: Env, name: string): Buffer | undefined {
   const value = read(env, name);
   if (value === undefined) return undefined;
   const bytes = Buffer.from(value, 'base64url');
   if (bytes.length < 32) throw new ConfigError(name, 'must be at least 32 random bytes, base64url (openssl rand -base64 32)');
   return bytes;
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+/** Schemes that run or read something in the browser instead of reaching an app. */
+const FORBIDDEN_SCHEMES = new Set(['javascript:', 'data:', 'vbscript:', 'file:', 'blob:', 'about:', 'filesystem:', 'view-source:']);
+
+/**
+ * A redirect URI a client may be sent back to: absolute, no fragment (RFC 6749 3.1.2), https or
+ * http on a loopback address (RFC 8252 7.3); a mobile app may also use a private-use scheme,
+ * which must be a reverse domain name (RFC 8252 7.1: `com.example.app:/callback`).
+ */
+function redirectUris(env: Env, name: string, client: SignInClient): string[] {
+  const value = read(env, name);
+  if (value === undefined) return [];
+  const uris = value.split(',').map((entry) => entry.trim()).filter(Boolean);
+  for (const uri of uris) {
+    let url: URL;
+    try {
+      url = new URL(uri);
+    } catch {
+      throw new ConfigError(name, `"${uri}" is not an absolute URI`);
+    }
+    if (url.hash || uri.includes('#')) throw new ConfigError(name, `"${uri}" must not have a fragment`);
+    if (url.protocol === 'https:') continue;
+    if (url.protocol === 'http:') {
+      if (LOOPBACK_HOSTS.has(url.hostname)) continue;
+      throw new ConfigError(name, `"${uri}": http is allowed only on loopback addresses (127.0.0.1, [::1], localhost)`);
+    }
+    if (client === 'mobile' && !FORBIDDEN_SCHEMES.has(url.protocol) && /^[a-z][a-z0-9+-]*(\.[a-z0-9+-]+)+:$/.test(url.protocol)) continue;
+    throw new ConfigError(
+      name,
+      client === 'mobile'
+        ? `"${uri}" must be https, http on a loopback address, or a reverse-domain private-use scheme (com.example.app:/callback)`
+        : `"${uri}" must be https, or http on a loopback address`,
+    );
+  }
+  return uris;
+}
+
+function endpointUrl(env: Env, name: string, fallback: string, allowHttpLoopback: boolean): string {
+  const value = read(env, name) ?? fallback;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(name, `must be an absolute https URL (got "${value}")`);
+  }
+  const loopbackHttp = allowHttpLoopback && url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
+  if (url.protocol !== 'https:' && !loopbackHttp) {
+    throw new ConfigError(name, 'must be an https URL (http only on loopback with OIDC_ALLOW_HTTP_LOOPBACK=true)');
+  }
+  if (url.hash || url.search) throw new ConfigError(name, 'must have no query or fragment');
+  return value.replace(/\/$/, '');
+}
+
+/** Where each provider answers by default; every URL can be set (tests point them at loopback). */
+const PROVIDER_DEFAULTS = {
+  google: { issuer: 'https://accounts.google.com' },
+  // `common`: work, school and personal accounts; openid-client resolves its `{tenantid}` issuer.
+  microsoft: { issuer: 'https://login.microsoftonline.com/common/v2.0' },
+  github: { authorizationUrl: 'https://github.com/login/oauth/authorize', tokenUrl: 'https://github.com/login/oauth/access_token', apiUrl: 'https://api.github.com' },
+  facebook: {
+    authorizationUrl: 'https://www.facebook.com/v23.0/dialog/oauth',
+    tokenUrl: 'https://graph.facebook.com/v23.0/oauth/access_token',
+    apiUrl: 'https://graph.facebook.com/v23.0',
+  },
+} as const;
+
+function identityProviders(env: Env, allowHttpLoopback: boolean): CloudSignInConfig['providers'] {
+  const providers: CloudSignInConfig['providers'] = {};
+  for (const id of IDENTITY_PROVIDERS) {
+    const prefix = id.toUpperCase();
+    const clientId = read(env, `${prefix}_CLIENT_ID`);
+    const clientSecret = read(env, `${prefix}_CLIENT_SECRET`);
+    if (clientId === undefined && clientSecret === undefined) continue;
+    if (clientId === undefined) throw new ConfigError(`${prefix}_CLIENT_ID`, `is required with ${prefix}_CLIENT_SECRET`);
+    if (clientSecret === undefined) throw new ConfigError(`${prefix}_CLIENT_SECRET`, `is required with ${prefix}_CLIENT_ID`);
+    if (id === 'google' || id === 'microsoft') {
+      providers[id] = { kind: 'oidc', clientId, clientSecret, issuer: endpointUrl(env, `${prefix}_ISSUER`, PROVIDER_DEFAULTS[id].issuer, allowHttpLoopback) };
+    } else {
+      const defaults = PROVIDER_DEFAULTS[id];
+      providers[id] = {
+        kind: 'oauth2',
+        clientId,
+        clientSecret,
+        authorizationUrl: endpointUrl(env, `${prefix}_AUTHORIZATION_URL`, defaults.authorizationUrl, allowHttpLoopback),
+        tokenUrl: endpointUrl(env, `${prefix}_TOKEN_URL`, defaults.tokenUrl, allowHttpLoopback),
+        apiUrl: endpointUrl(env, `${prefix}_API_URL`, defaults.apiUrl, allowHttpLoopback),
+      };
+    }
+  }
+  return providers;
+}
+
+const DEFAULT_PROVIDER_ORDER: readonly SignInProviderId[] = ['google', 'microsoft', 'github', 'facebook', 'email'];
+
+/** The configured order first; any provider it leaves out follows in the default order. */
+function providerOrder(env: Env): SignInProviderId[] {
+  const value = read(env, 'AUTH_PROVIDER_ORDER');
+  if (value === undefined) return [...DEFAULT_PROVIDER_ORDER];
+  const named = value.split(',').map((entry) => entry.trim()).filter(Boolean);
+  for (const entry of named) {
+    if (!(DEFAULT_PROVIDER_ORDER as readonly string[]).includes(entry)) {
+      throw new ConfigError('AUTH_PROVIDER_ORDER', `must name providers among ${DEFAULT_PROVIDER_ORDER.join(', ')} (got "${entry}")`);
+    }
+  }
+  const order = [...new Set(named)] as SignInProviderId[];
+  return [...order, ...DEFAULT_PROVIDER_ORDER.filter((id) => !order.includes(id))];
+}
+
+function smtpUrl(env: Env): string | undefined {
+  const value = read(env, 'SMTP_URL');
+  if (value === undefined) return undefined;
+  if (!/^smtps?:\/\/[^/]/.test(value)) throw new ConfigError('SMTP_URL', 'must start with smtp:// or smtps:// (the value is not shown, it may hold a password)');
+  return value;
+}
+
+function mailFrom(env: Env, baseUrl: string | undefined): string {
+  const value = read(env, 'MAIL_FROM');
+  if (value !== undefined) {
+    if (!/^[^\r\n]{3,320}$/.test(value) || !value.includes('@')) throw new ConfigError('MAIL_FROM', 'must be an address such as Platform <no-reply@platform.example>');
+    return value;
+  }
+  const host = baseUrl ? new URL(baseUrl).hostname : 'localhost';
+  return `Platform <no-reply@${host}>`;
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -233,6 +435,12 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     trustProxy: trustProxy(env),
     jsonBodyLimitBytes: byteSize(env, 'JSON_BODY_LIMIT', 1024 * 1024),
+    json: {
+      // Below 8 levels a policy document (tools.servers[].tools.<name>) could not be published.
+      maxDepth: integer(env, 'JSON_MAX_DEPTH', 32, 8, 256),
+      maxKeys: integer(env, 'JSON_MAX_KEYS', 10_000, 100, 1_000_000),
+      maxStringLength: integer(env, 'JSON_MAX_STRING_LENGTH', 65_536, 1_024, 64 * 1024 * 1024),
+    },
     discoveryMaxAgeSeconds: 300,
     oidc: {
       clockSkewSeconds: integer(env, 'OIDC_CLOCK_SKEW_SECONDS', 30, 0, 300),
@@ -247,6 +455,11 @@ export function loadConfig(env: Env = process.env): Config {
     ingest: {
       maxBytes: byteSize(env, 'INGEST_MAX_BYTES', 4 * 1024 * 1024),
       maxItems: integer(env, 'INGEST_MAX_ITEMS', 5000, 1, 100_000),
+      maxJsonKeys: integer(env, 'INGEST_MAX_KEYS', 250_000, 100, 10_000_000),
+      maxStringLength: integer(env, 'INGEST_MAX_STRING_LENGTH', 1024 * 1024, 1_024, 64 * 1024 * 1024),
+    },
+    policy: {
+      requireIfMatch: boolean(env, 'POLICY_REQUIRE_IF_MATCH', false),
     },
     devices: {
       accessTokenTtlSeconds: integer(env, 'DEVICE_ACCESS_TOKEN_TTL_SECONDS', 3600, 60, 86_400),
@@ -259,7 +472,7 @@ export function loadConfig(env: Env = process.env): Config {
       windowSeconds: integer(env, 'DPOP_PROOF_WINDOW_SECONDS', 60, 5, 600),
       futureSkewSeconds: integer(env, 'DPOP_FUTURE_SKEW_SECONDS', 5, 0, 60),
       requireNonce: boolean(env, 'DPOP_REQUIRE_NONCE', false),
-      nonceSecret: secretBytes(env, 'DPOP_NONCE_SECRET'),
+      nonceSecret: secretKey(env, 'DPOP_NONCE_SECRET'),
       nonceLifetimeSeconds: integer(env, 'DPOP_NONCE_LIFETIME_SECONDS', 300, 30, 3600),
     },
     cloudAgents: {
@@ -273,8 +486,127 @@ export function loadConfig(env: Env = process.env): Config {
       assertionTtlSeconds: integer(env, 'RELAY_ASSERTION_TTL_SECONDS', 60, 10, 600),
     },
     signingKeys: {
-      secret: secretBytes(env, 'SIGNING_KEYS_SECRET'),
+      secret: secretKey(env, 'SIGNING_KEYS_SECRET'),
       rotationSeconds: integer(env, 'SIGNING_KEY_ROTATION_SECONDS', 30 * 86_400, 3_600, 365 * 86_400),
+    },
+    cloud: {
+      redirectUris: {
+        console: redirectUris(env, 'AUTH_CONSOLE_REDIRECT_URIS', 'console'),
+        mobile: redirectUris(env, 'AUTH_MOBILE_REDIRECT_URIS', 'mobile'),
+      },
+      providers: identityProviders(env, boolean(env, 'OIDC_ALLOW_HTTP_LOOPBACK', false)),
+      providerOrder: providerOrder(env),
+      accessTokenTtlSeconds: integer(env, 'AUTH_ACCESS_TOKEN_TTL_SECONDS', 900, 60, 86_400),
+      refreshTokenTtlSeconds: integer(env, 'AUTH_REFRESH_TOKEN_TTL_SECONDS', 30 * 86_400, 3600, 365 * 86_400),
+      refreshGraceSeconds: integer(env, 'AUTH_REFRESH_GRACE_SECONDS', 10, 0, 120),
+      signInCodeTtlSeconds: integer(env, 'AUTH_SIGN_IN_CODE_TTL_SECONDS', 60, 10, 600),
+      flowTtlSeconds: integer(env, 'AUTH_FLOW_TTL_SECONDS', 600, 60, 3600),
+      emailCodeTtlSeconds: integer(env, 'AUTH_EMAIL_CODE_TTL_SECONDS', 600, 60, 3600),
+      emailCodesPerHour: integer(env, 'AUTH_EMAIL_CODES_PER_HOUR', 5, 1, 100),
+      emailCodeTries: integer(env, 'AUTH_EMAIL_CODE_TRIES', 5, 1, 10),
+      linkTicketTtlSeconds: integer(env, 'AUTH_LINK_TICKET_TTL_SECONDS', 300, 60, 3600),
+      codeSecret: secretKey(env, 'AUTH_CODE_SECRET'),
+      rateLimitPerMinute: integer(env, 'AUTH_RATE_LIMIT_PER_MINUTE', 30, 1, 100_000),
+      tokenRateLimitPerMinute: integer(env, 'AUTH_TOKEN_RATE_LIMIT_PER_MINUTE', 120, 1, 100_000),
+    },
+    mail: {
+      smtpUrl: smtpUrl(env),
+      from: mailFrom(env, baseUrl),
+      outboxDir: read(env, 'MAIL_OUTBOX_DIR') ?? './data/outbox',
     },
   };
 }
+
+/** One environment variable `loadConfig` reads, for the README's table and the Helm chart. */
+export interface ConfigVariable {
+  name: string;
+  /** Holds a credential or a key: the Helm chart keeps it in a Secret, never in a ConfigMap. */
+  secret: boolean;
+  /** The value that applies when the variable is unset, as the README's table writes it; none: undefined. */
+  default: string | undefined;
+}
+
+/**
+ * Every variable `loadConfig` reads. test/deploy/config-variables.test.ts fails when this list,
+ * `loadConfig`, the README's configuration table and the chart (charts/platform/values.yaml and
+ * values.schema.json) disagree, and when a listed default is not what `loadConfig` applies.
+ */
+export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
+  { name: 'PLATFORM_DEPLOYMENT', secret: false, default: 'self-hosted' },
+  { name: 'PLATFORM_BASE_URL', secret: false, default: undefined },
+  { name: 'PORT', secret: false, default: '3000' },
+  { name: 'HOST', secret: false, default: '0.0.0.0' },
+  { name: 'DATABASE_URL', secret: true, default: 'sqlite:./data/platform.sqlite' },
+  { name: 'REDIS_URL', secret: true, default: undefined },
+  { name: 'LOG_LEVEL', secret: false, default: 'info' },
+  { name: 'TRUST_PROXY', secret: false, default: 'false' },
+  { name: 'JSON_BODY_LIMIT', secret: false, default: '1mb' },
+  { name: 'OIDC_CLOCK_SKEW_SECONDS', secret: false, default: '30' },
+  { name: 'OIDC_JWKS_COOLDOWN_MS', secret: false, default: '30000' },
+  { name: 'OIDC_JWKS_MAX_AGE_MS', secret: false, default: '600000' },
+  { name: 'OIDC_HTTP_TIMEOUT_MS', secret: false, default: '5000' },
+  { name: 'OIDC_ALLOW_HTTP_LOOPBACK', secret: false, default: 'false' },
+  { name: 'PLATFORM_BOOTSTRAP_LOCALHOST', secret: false, default: 'true' },
+  { name: 'MIGRATE_ON_START', secret: false, default: 'true' },
+  { name: 'RATE_LIMITS_ENABLED', secret: false, default: 'true' },
+  { name: 'DEVICE_ACCESS_TOKEN_TTL_SECONDS', secret: false, default: '3600' },
+  { name: 'DEVICE_REFRESH_TOKEN_TTL_SECONDS', secret: false, default: '2592000' },
+  { name: 'DEVICE_REFRESH_GRACE_SECONDS', secret: false, default: '10' },
+  { name: 'DEVICE_CODE_TTL_SECONDS', secret: false, default: '600' },
+  { name: 'DEVICE_POLL_INTERVAL_SECONDS', secret: false, default: '5' },
+  { name: 'DPOP_PROOF_WINDOW_SECONDS', secret: false, default: '60' },
+  { name: 'DPOP_FUTURE_SKEW_SECONDS', secret: false, default: '5' },
+  { name: 'DPOP_REQUIRE_NONCE', secret: false, default: 'false' },
+  { name: 'DPOP_NONCE_SECRET', secret: true, default: undefined },
+  { name: 'DPOP_NONCE_LIFETIME_SECONDS', secret: false, default: '300' },
+  { name: 'INGEST_MAX_BYTES', secret: false, default: '4mb' },
+  { name: 'INGEST_MAX_ITEMS', secret: false, default: '5000' },
+  { name: 'JSON_MAX_DEPTH', secret: false, default: '32' },
+  { name: 'JSON_MAX_KEYS', secret: false, default: '10000' },
+  { name: 'JSON_MAX_STRING_LENGTH', secret: false, default: '65536' },
+  { name: 'INGEST_MAX_KEYS', secret: false, default: '250000' },
+  { name: 'INGEST_MAX_STRING_LENGTH', secret: false, default: '1048576' },
+  { name: 'POLICY_REQUIRE_IF_MATCH', secret: false, default: 'false' },
+  { name: 'RUN_CREDENTIAL_MAX_TTL_SECONDS', secret: false, default: '14400' },
+  { name: 'MCP_MAX_BYTES', secret: false, default: '1mb' },
+  { name: 'MCP_REQUESTS_PER_MINUTE', secret: false, default: '300' },
+  { name: 'RELAY_CALL_TIMEOUT_MS', secret: false, default: '30000' },
+  { name: 'RELAY_HEARTBEAT_MS', secret: false, default: '30000' },
+  { name: 'RELAY_ASSERTION_TTL_SECONDS', secret: false, default: '60' },
+  { name: 'SIGNING_KEYS_SECRET', secret: true, default: undefined },
+  { name: 'SIGNING_KEY_ROTATION_SECONDS', secret: false, default: '2592000' },
+  { name: 'AUTH_CONSOLE_REDIRECT_URIS', secret: false, default: undefined },
+  { name: 'AUTH_MOBILE_REDIRECT_URIS', secret: false, default: undefined },
+  { name: 'GOOGLE_CLIENT_ID', secret: false, default: undefined },
+  { name: 'GOOGLE_CLIENT_SECRET', secret: true, default: undefined },
+  { name: 'MICROSOFT_CLIENT_ID', secret: false, default: undefined },
+  { name: 'MICROSOFT_CLIENT_SECRET', secret: true, default: undefined },
+  { name: 'GOOGLE_ISSUER', secret: false, default: 'https://accounts.google.com' },
+  { name: 'MICROSOFT_ISSUER', secret: false, default: 'https://login.microsoftonline.com/common/v2.0' },
+  { name: 'GITHUB_CLIENT_ID', secret: false, default: undefined },
+  { name: 'GITHUB_CLIENT_SECRET', secret: true, default: undefined },
+  { name: 'FACEBOOK_CLIENT_ID', secret: false, default: undefined },
+  { name: 'FACEBOOK_CLIENT_SECRET', secret: true, default: undefined },
+  { name: 'GITHUB_AUTHORIZATION_URL', secret: false, default: 'https://github.com/login/oauth/authorize' },
+  { name: 'GITHUB_TOKEN_URL', secret: false, default: 'https://github.com/login/oauth/access_token' },
+  { name: 'GITHUB_API_URL', secret: false, default: 'https://api.github.com' },
+  { name: 'FACEBOOK_AUTHORIZATION_URL', secret: false, default: 'https://www.facebook.com/v23.0/dialog/oauth' },
+  { name: 'FACEBOOK_TOKEN_URL', secret: false, default: 'https://graph.facebook.com/v23.0/oauth/access_token' },
+  { name: 'FACEBOOK_API_URL', secret: false, default: 'https://graph.facebook.com/v23.0' },
+  { name: 'AUTH_PROVIDER_ORDER', secret: false, default: 'google,microsoft,github,facebook,email' },
+  { name: 'AUTH_ACCESS_TOKEN_TTL_SECONDS', secret: false, default: '900' },
+  { name: 'AUTH_REFRESH_TOKEN_TTL_SECONDS', secret: false, default: '2592000' },
+  { name: 'AUTH_REFRESH_GRACE_SECONDS', secret: false, default: '10' },
+  { name: 'AUTH_SIGN_IN_CODE_TTL_SECONDS', secret: false, default: '60' },
+  { name: 'AUTH_FLOW_TTL_SECONDS', secret: false, default: '600' },
+  { name: 'AUTH_EMAIL_CODE_TTL_SECONDS', secret: false, default: '600' },
+  { name: 'AUTH_EMAIL_CODES_PER_HOUR', secret: false, default: '5' },
+  { name: 'AUTH_EMAIL_CODE_TRIES', secret: false, default: '5' },
+  { name: 'AUTH_LINK_TICKET_TTL_SECONDS', secret: false, default: '300' },
+  { name: 'AUTH_CODE_SECRET', secret: true, default: undefined },
+  { name: 'AUTH_RATE_LIMIT_PER_MINUTE', secret: false, default: '30' },
+  { name: 'AUTH_TOKEN_RATE_LIMIT_PER_MINUTE', secret: false, default: '120' },
+  { name: 'SMTP_URL', secret: true, default: undefined },
+  { name: 'MAIL_FROM', secret: false, default: undefined },
+  { name: 'MAIL_OUTBOX_DIR', secret: false, default: './data/outbox' },
+];

@@ -26,6 +26,11 @@ import {
  * the replay cache; the assertion's signature is what the workbench relies on.
  */
 
+/** A failure's first line, never its stack (Redis errors repeat while it is away). */
+function reasonOf(error: unknown): string {
+  return ((error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '').slice(0, 300);
+}
+
 type Wire =
   | { t: 'call'; id: string; from: string; deviceId: string; params: RelayCallParams; timeoutMs: number }
   | { t: 'answer'; id: string; outcome: RelayOutcome }
@@ -79,7 +84,9 @@ export class RedisRelayRouting implements RelayRouting {
     // Subscribing needs a connection of its own. It queues SUBSCRIBE until it connects and
     // subscribes again after every reconnection (ioredis' autoResubscribe).
     this.subscriber = redis.duplicate({ lazyConnect: true, enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: true });
-    this.subscriber.on('error', (error: Error) => options.logger.warn({ err: error }, 'relay subscriber: redis connection error'));
+    // The shared connection logs every attempt to reach Redis (one line each, no stack); this one
+    // would only repeat it. Readiness says `relay: not subscribed` meanwhile.
+    this.subscriber.on('error', () => undefined);
     this.subscriber.on('ready', () => {
       this.subscribed = true;
     });
@@ -105,14 +112,13 @@ export class RedisRelayRouting implements RelayRouting {
     this.subscriber.on('message', (_channel: string, text: string) => this.receive(text));
     this.subscriber.connect().catch(() => undefined);
     // Queued until Redis answers: a replica started while Redis is away subscribes when it comes
-    // back (readiness says `relay` is not ready until then). Start-up waits a little, not forever.
-    const subscribed = this.subscriber.subscribe(this.channel(this.replicaId)).then(
+    // back. Start-up does not wait for it: readiness says `relay: not subscribed` until then.
+    this.subscriber.subscribe(this.channel(this.replicaId)).then(
       () => {
         this.subscribed = true;
       },
-      (error: unknown) => this.options.logger.warn({ err: error }, 'relay subscriber: could not subscribe yet'),
+      (error: unknown) => this.options.logger.warn({ reason: reasonOf(error) }, 'relay subscriber: could not subscribe yet'),
     );
-    await Promise.race([subscribed, new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
   }
 
   async stop(): Promise<void> {
@@ -190,7 +196,7 @@ export class RedisRelayRouting implements RelayRouting {
       void this.local
         .deliver(deviceId, params, timeoutMs)
         .then((outcome) => this.publish(from, { t: 'answer', id, outcome }))
-        .catch((error: unknown) => this.options.logger.warn({ err: error }, 'relay: could not send an answer back'));
+        .catch((error: unknown) => this.options.logger.warn({ reason: reasonOf(error) }, 'relay: could not send an answer back'));
     }
   }
 }

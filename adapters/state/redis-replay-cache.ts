@@ -26,4 +26,10 @@ export class RedisReplayCache implements ReplayCache {
     }
     return answer === 'OK';
   }
+
+  /** Readiness: the cache can write (a key of its own, gone a second later), as `unique` must. */
+  async check(): Promise<'ok'> {
+    await this.redis.set(`${this.prefix}readiness`, '1', 'PX', 1_000);
+    return 'ok';
+  }
 }

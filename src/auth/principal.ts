@@ -26,4 +26,6 @@ export interface Principal {
   /** Run credentials: the one cloud agent run the credential reaches. */
   runId?: string | undefined;
   scopes: readonly string[];
+  /** Cloud sessions: the session the access token belongs to (sign-out ends it). */
+  sessionId?: string | undefined;
 }

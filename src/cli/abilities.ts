@@ -15,7 +15,7 @@ import { ORGANISATION_ROLES, PROJECT_ROLES, type OrganisationRole, type ProjectR
 // Every action and subject the policy types name. Adding one to policies/subjects.ts fails the
 // build here until it is listed, so the matrix always covers the whole vocabulary.
 export const ACTIONS = ['read', 'create', 'update', 'delete', 'manage-members', 'approve', 'relay'] as const satisfies readonly Action[];
-export const SUBJECTS = ['Organisation', 'Project', 'ProjectMember', 'Device', 'DeviceRequest', 'JoinKey', 'Policy', 'Activity', 'CloudAgentRun'] as const satisfies readonly Exclude<Subjects, 'all'>[];
+export const SUBJECTS = ['Organisation', 'Project', 'ProjectMember', 'Device', 'DeviceRequest', 'JoinKey', 'Policy', 'Activity', 'Picture', 'CloudAgentRun'] as const satisfies readonly Exclude<Subjects, 'all'>[];
 const KINDS = ['person', 'cloud-session', 'device', 'run-credential'] as const satisfies readonly TokenKind[];
 type Missing<All, Listed> = [Exclude<All, Listed>] extends [never] ? true : never;
 const everyActionListed: Missing<Action, (typeof ACTIONS)[number]> = true;
@@ -137,6 +137,12 @@ function samples(subject: string): Sample[] {
         { label: 'project overrides', foreign: false, record: { organisationId: OWN_ORGANISATION, projectId: OTHER_PROJECT } },
         { label: 'elsewhere', foreign: true, record: { organisationId: OTHER_ORGANISATION } },
         { label: 'a project elsewhere', foreign: true, record: { organisationId: OTHER_ORGANISATION, projectId: THEIR_PROJECT } },
+      ];
+    case 'Picture':
+      return [
+        { label: 'in their projects', foreign: false, record: { organisationId: OWN_ORGANISATION, projectId: THEIR_PROJECT } },
+        { label: 'in other projects', foreign: false, record: { organisationId: OWN_ORGANISATION, projectId: OTHER_PROJECT } },
+        { label: 'their project id elsewhere', foreign: true, record: { organisationId: OTHER_ORGANISATION, projectId: THEIR_PROJECT } },
       ];
     default:
       // Records that hang off a project and a person (ProjectMember, and subjects to come).

@@ -1,7 +1,7 @@
 import { DataSource, type DataSourceOptions } from 'typeorm';
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import type { DatabaseConfig } from '../config.js';
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { ConfigError, type DatabaseConfig } from '../config.js';
 import { entitiesFor } from './entities.js';
 import { MYSQL_MIGRATIONS, SQLITE_MIGRATIONS } from '../migrations/index.js';
 
@@ -11,7 +11,7 @@ import { MYSQL_MIGRATIONS, SQLITE_MIGRATIONS } from '../migrations/index.js';
  */
 export function dataSourceOptions(database: DatabaseConfig): DataSourceOptions {
   if (database.kind === 'sqlite') {
-    if (database.location !== ':memory:') mkdirSync(dirname(database.location), { recursive: true });
+    if (database.location !== ':memory:') writableDirectory(dirname(database.location));
     return {
       type: 'better-sqlite3',
       database: database.location,
@@ -41,6 +41,24 @@ export function dataSourceOptions(database: DatabaseConfig): DataSourceOptions {
     poolSize: 10,
     connectTimeout: 5_000,
   };
+}
+
+/**
+ * The SQLite file's directory, created when missing, must be writable (the file, its journal and
+ * its WAL live there). In a container that is a mounted volume; say so rather than let SQLite fail
+ * later with "unable to open database file".
+ */
+function writableDirectory(directory: string): void {
+  try {
+    mkdirSync(directory, { recursive: true });
+    accessSync(directory, constants.W_OK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unknown error';
+    throw new ConfigError(
+      'DATABASE_URL',
+      `the SQLite directory ${resolve(directory)} cannot be written (${code}): mount a writable volume there (in the container image: /app/data), or use MySQL or MariaDB`,
+    );
+  }
 }
 
 /**

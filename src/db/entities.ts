@@ -9,8 +9,10 @@ import { ProjectEntity, ProjectMemberEntity } from '../modules/projects/entities
 import { DeviceAuthorizationEntity, DeviceEntity, DeviceTokenEntity, JoinKeyEntity } from '../modules/devices/entities.js';
 import { WebSessionEntity } from '../modules/devices/page-session.js';
 import { PolicyRevisionEntity } from '../modules/policy/entities.js';
+import { SIGN_IN_ENTITIES } from '../modules/signin/entities.js';
 
 import { ingestEntities } from '../modules/ingest/entities.js';
+import { pictureEntities } from '../modules/pictures/entities.js';
 import { cloudAgentEntities } from '../modules/cloud-agents/entities.js';
 import { SigningKeyEntity } from '../modules/relay/entities.js';
 
@@ -29,10 +31,11 @@ export const ENTITIES = [
   JoinKeyEntity,
   WebSessionEntity,
   PolicyRevisionEntity,
+  ...SIGN_IN_ENTITIES,
   SigningKeyEntity,
 ];
 
 /** The entities of a dialect: the fixed list plus those whose column types differ by dialect. */
 export function entitiesFor(dialect: 'sqlite' | 'mysql') {
-  return [...ENTITIES, ...ingestEntities(dialect), ...cloudAgentEntities(dialect)];
+  return [...ENTITIES, ...ingestEntities(dialect), ...pictureEntities(dialect), ...cloudAgentEntities(dialect)];
 }

@@ -1,14 +1,13 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ipKeyGenerator, rateLimit, type Store } from 'express-rate-limit';
-import type { Redis } from 'ioredis';
-import { RedisStore } from 'rate-limit-redis';
+import type { ErrorCode } from './error-codes.js';
 import { ApiError, temporarilyUnavailable } from './errors.js';
 
 /**
  * Rate limits (express-rate-limit). Counters live in this process, or in Redis when REDIS_URL
- * is set so that every replica counts together. A limit keyed by network address runs before
- * tenancy and authentication, so refused requests cost almost nothing; a limit keyed by person
- * runs right after authentication.
+ * is set so that every replica counts together (adapters/state/redis-rate-limit.ts). A limit
+ * keyed by network address runs before tenancy and authentication, so refused requests cost
+ * almost nothing; a limit keyed by person runs right after authentication.
  */
 
 export interface RateLimitRule {
@@ -19,6 +18,8 @@ export interface RateLimitRule {
   by: 'address' | 'person' | 'run';
   limit: number;
   windowMs: number;
+  /** The error code of the 429 (default `too_many_requests`; emailed codes answer `slow_down`). */
+  code?: ErrorCode;
 }
 
 export type RateLimitStoreFactory = (rule: RateLimitRule) => Store | undefined;
@@ -27,16 +28,8 @@ export function memoryStores(): RateLimitStoreFactory {
   return () => undefined; // express-rate-limit's own MemoryStore
 }
 
-export function redisStores(redis: Redis): RateLimitStoreFactory {
-  return (rule) =>
-    new RedisStore({
-      prefix: `platform:rl:${rule.name}:`,
-      sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as never,
-    });
-}
-
-export const tooManyRequests = (retryAfterSeconds: number): ApiError =>
-  new ApiError(429, 'too_many_requests', `too many requests; try again in ${retryAfterSeconds} seconds`, {
+export const tooManyRequests = (retryAfterSeconds: number, code: ErrorCode = 'too_many_requests'): ApiError =>
+  new ApiError(429, code, `too many requests; try again in ${retryAfterSeconds} seconds`, {
     headers: { 'Retry-After': String(retryAfterSeconds) },
   });
 
@@ -63,13 +56,15 @@ export class RateLimits {
           ...(store ? { store } : {}),
           // An unreachable Redis must not lift the limits.
           passOnStoreError: false,
+          // An address is counted as the client's own: IPv4-mapped IPv6 as IPv4, IPv6 per /64 (one
+          // subscriber's network); `req.ip` takes forwarded addresses only from TRUST_PROXY.
           keyGenerator: (req: Request) => {
             const principal = req.context.principal;
             if (rule.by === 'person') return `person:${principal?.personId ?? principal?.deviceId ?? 'none'}`;
             if (rule.by === 'run') return `run:${principal?.runId ?? 'none'}`;
-            return `ip:${ipKeyGenerator(req.ip ?? '')}`;
+            return `ip:${ipKeyGenerator(req.ip ?? '', 64)}`;
           },
-          handler: (_req: Request, _res: Response, next: NextFunction) => next(tooManyRequests(Math.ceil(rule.windowMs / 1000))),
+          handler: (_req: Request, _res: Response, next: NextFunction) => next(tooManyRequests(Math.ceil(rule.windowMs / 1000), rule.code)),
         })
       : (_req: Request, _res: Response, next: NextFunction) => next();
     // A counter store that cannot answer (Redis away) refuses the request: 503, never unlimited.

@@ -57,6 +57,7 @@ import { formatRelayTable, runRelayBench, type RelayResult } from './relay.js';
 import { startProvider, type BenchProvider } from './oidc-provider.js';
 import { scenarios as allScenarios, type Scenario, type TargetName } from './scenarios.js';
 import { freePort, killAllChildren, send, startChild, type ChildServer } from './servers.js';
+import { formatSvgTable, measureSvgPipeline, type SvgBenchResult } from './svg.js';
 
 const HOST = 'bench.local';
 const AUDIENCE = 'platform-bench';
@@ -248,7 +249,8 @@ async function main(): Promise<number> {
   const anyRelay = relayParts.single || relayParts.replicas;
   // The ceiling runs whenever a relay path does: its ratio is what to read.
   if (anyRelay) relayParts.ceiling = true;
-  if (chosenNames.size === 0 && ingestParts.length === 0 && !anyRelay && !relayParts.ceiling) throw new Error(`--only "${options.only}" matches no scenario and no ingest part`);
+  const svgPart = matches('svg pictures');
+  if (chosenNames.size === 0 && ingestParts.length === 0 && !anyRelay && !relayParts.ceiling && !svgPart) throw new Error(`--only "${options.only}" matches no scenario, no ingest part, no relay part and not the SVG part`);
   const sqliteNeeded = placeholder.some((scenario) => chosenNames.has(scenario.name) && scenario.target === 'platform') || ingestParts.some((part) => part.database === 'sqlite');
 
   let seeded: Seeded | undefined;
@@ -294,7 +296,7 @@ async function main(): Promise<number> {
   log('');
 
   const phase = options.warmupSeconds + options.durationSeconds;
-  armWatchdog(list.length * (phase + 15) + ingestParts.length * (2 * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + 60);
+  armWatchdog(list.length * (phase + 15) + ingestParts.length * (2 * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + 60);
   const outcomes: Outcome[] = [];
   const notes: string[] = [];
   let baselineRate: number | undefined;
@@ -445,6 +447,14 @@ async function main(): Promise<number> {
     for (const result of relayResults) if (result.skipped) log(`${result.name}: SKIPPED: ${result.skipped}`);
   }
 
+  let svg: SvgBenchResult | undefined;
+  if (svgPart) {
+    log('');
+    log('SVG pictures: the safety pipeline beside DOMPurify + jsdom and the bare parse, in this process, median of 5 runs after a warm-up');
+    svg = await measureSvgPipeline();
+    log(formatSvgTable(svg));
+  }
+
   if (options.json) {
     writeFileSync(
       options.json,
@@ -465,6 +475,7 @@ async function main(): Promise<number> {
           })),
           notes,
           relay: relayResults.map(({ servers: _servers, ...result }) => result),
+          svg,
           ingest: ingestParts.map((part) => {
             const ceiling = part.paths.find((path) => path.name.includes('ceiling') && !path.problem)?.measurement?.itemsPerSecond;
             return {
@@ -491,8 +502,9 @@ async function main(): Promise<number> {
   for (const { name, problem } of failedIngest) process.stderr.write(`bench: FAILED ${name}: ${problem}\n`);
   const failedRelay = relayResults.filter((result) => result.problem);
   for (const { name, problem } of failedRelay) process.stderr.write(`bench: FAILED ${name}: ${problem}\n`);
-  const anyFailed = failed.length > 0 || failedIngest.length > 0 || failedRelay.length > 0;
   for (const result of failedRelay) for (const server of result.servers ?? []) if (server.stderr().trim()) process.stderr.write(`--- ${server.name} stderr ---\n${server.stderr()}\n`);
+  if (svg?.problem) process.stderr.write(`bench: FAILED svg pictures: ${svg.problem}\n`);
+  const anyFailed = failed.length > 0 || failedIngest.length > 0 || failedRelay.length > 0 || svg?.problem !== undefined;
   for (const server of Object.values(servers)) {
     if (anyFailed && server.stderr().trim()) process.stderr.write(`--- ${server.name} stderr ---\n${server.stderr()}\n`);
   }

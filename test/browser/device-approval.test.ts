@@ -1,10 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
+import { browsers } from '../support/browser.js';
 import { createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
 import { TestIdentityProvider } from '../support/idp.js';
 
@@ -16,22 +14,9 @@ import { TestIdentityProvider } from '../support/idp.js';
  * suite can only read: the CSP (no violation may be reported), cookie attributes, redirects.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const ROLE_CLAIM = 'platform_role';
 
-// A browser starts, and pages load, in seconds; a wait that fails says which one (see newBrowser).
 jest.setTimeout(60_000);
-const PAGE_TIMEOUT_MS = 15_000;
 
 let platform: TestPlatform;
 let server: Server;
@@ -57,44 +42,8 @@ afterAll(async () => {
   await platform?.close();
 });
 
-interface Session {
-  context: BrowserContext;
-  page: Page;
-  /** Console errors the platform's pages reported: a CSP violation would be one. */
-  errors: string[];
-  close(): Promise<void>;
-}
-
-const open: Session[] = [];
-
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((session) => session.close()));
-});
-
-/** A browser with a fresh profile of its own. */
-async function newBrowser(): Promise<Session> {
-  const profile = await mkdtemp(join(tmpdir(), 'platform-browser-'));
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.setDefaultTimeout(PAGE_TIMEOUT_MS);
-  const errors: string[] = [];
-  // Only the platform's pages are ours to judge (the provider's development pages ask for web fonts).
-  page.on('console', (message) => {
-    if (message.type() === 'error' && page.url().startsWith(origin)) errors.push(`${message.text()} (${message.location().url})`);
-  });
-  page.on('pageerror', (error) => errors.push(error.message));
-  const session: Session = {
-    context,
-    page,
-    errors,
-    close: async () => {
-      await context.close();
-      await rm(profile, { recursive: true, force: true });
-    },
-  };
-  open.push(session);
-  return session;
-}
+const { open: newBrowser, closeAll } = browsers(() => origin);
+afterEach(() => closeAll());
 
 interface AskedCode {
   device_code: string;

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -23,7 +24,8 @@ let device: EnrolledDevice;
 const open: TestWorkbench[] = [];
 
 beforeAll(async () => {
-  platform = await startPlatform({ env: { RELAY_CALL_TIMEOUT_MS: '400' } });
+  // Keys in the database (as several replicas keep them), so the suite's log scan knows them.
+  platform = await startPlatform({ env: { RELAY_CALL_TIMEOUT_MS: '400', SIGNING_KEYS_SECRET: randomBytes(32).toString('base64url') } });
   // Served at 127.0.0.1: the MCP client follows the run's URL, so it must resolve.
   organisationId = (await createOrganisation(platform, { hosts: ['127.0.0.1'] })).id;
   server = await listen(platform);
@@ -33,7 +35,7 @@ beforeAll(async () => {
   projectId = (await platform.services.projects.create(organisationId, { name: 'Tools' })).id;
   device = await enrolDevice(platform, { organisationId, personId });
   // This file registers many runs for one person.
-  await platform.services.policies.publishOrganisation(organisationId, personId, { ...structuredClone(DEFAULT_POLICY), cloudAgents: { allowed: true, maxConcurrent: 1000 } });
+  await platform.services.policies.publishOrganisation(organisationId, { kind: 'person', personId }, { ...structuredClone(DEFAULT_POLICY), cloudAgents: { allowed: true, maxConcurrent: 1000 } });
 });
 afterAll(async () => {
   for (const workbench of open) workbench.close();
@@ -167,15 +169,15 @@ describe('JSON-RPC errors for what the body holds', () => {
 });
 
 describe('when the workbench cannot answer', () => {
-  it('not connected: the request gets -32000, a notification 503', async () => {
+  it('not connected: the request gets -32000, a notification 202 all the same (JSON-RPC reports no error for one)', async () => {
     const lonely = await enrolDevice(platform, { organisationId, personId, name: 'Offline laptop' });
     const run = await registerRun(lonely);
     const res = await mcpPost(run.runId, run.mcp.token, request(1));
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ jsonrpc: '2.0', id: 1, error: { code: -32000, data: { reason: 'not_connected' } } });
     const notification = await mcpPost(run.runId, run.mcp.token, { jsonrpc: '2.0', method: 'notifications/initialized' });
-    expect(notification.status).toBe(503);
-    expect(notification.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32000 } });
+    expect(notification.status).toBe(202);
+    expect(notification.text).toBe('');
   });
 
   it('silent past RELAY_CALL_TIMEOUT_MS, answering something else, refusing, or gone: -32000 naming why', async () => {
@@ -221,13 +223,25 @@ describe('HTTP refusals', () => {
     expect(res.body.error).toBe('not_found');
   });
 
-  it('405 on GET and DELETE, with Allow: POST', async () => {
+  it('405 on GET and DELETE, with Allow: POST, from the route registry, as the document declares', async () => {
     for (const method of ['get', 'delete'] as const) {
       const res = await call(platform, method, `/cloud-agents/v1/runs/${run.runId}/mcp`, { host, headers: { Authorization: `Bearer ${run.mcp.token}` } });
       expect(res.status).toBe(405);
       expect(res.headers.allow).toBe('POST');
-      expect(res.body.error).toBe('method_not_allowed');
+      expect(res.body).toEqual({ error: 'method_not_allowed', message: 'this method is not allowed on this path' });
     }
+    const { body } = await call(platform, 'get', '/openapi.json', { host });
+    const item = body.paths['/cloud-agents/v1/runs/{runId}/mcp'];
+    expect(Object.keys(item).sort()).toEqual(['delete', 'get', 'post']);
+    for (const method of ['get', 'delete']) {
+      expect(Object.keys(item[method].responses).sort()).toEqual(['400', '405', 'default']);
+      expect(item[method].responses['405'].content['application/json'].schema.properties.error.enum).toEqual(['method_not_allowed']);
+    }
+    // Body errors are JSON-RPC error responses, beside the API's own codes.
+    const badRequest = item.post.responses['400'].content['application/json'].schema.oneOf;
+    expect(badRequest[0].properties.error.enum).toEqual(['invalid_request']);
+    expect(badRequest[1].allOf).toEqual([{ $ref: '#/components/schemas/JsonRpcErrorResponse' }]);
+    expect(badRequest[1].properties.error.properties.code.enum).toEqual([-32700, -32600]);
   });
 
   it('413 for more than 1 MB, before the body is read', async () => {
@@ -237,15 +251,16 @@ describe('HTTP refusals', () => {
     expect(res.body.error).toBe('payload_too_large');
   });
 
-  it('415 for another media type or charset, 406 when JSON is not acceptable', async () => {
+  it('415 for another media type or charset, 406 when JSON is not acceptable, in the error body', async () => {
     const text = await mcpPost(run.runId, run.mcp.token, JSON.stringify(request(1)), { 'Content-Type': 'text/plain' });
     expect(text.status).toBe(415);
+    expect(text.body.error).toBe('unsupported_media_type');
     const latin = await mcpPost(run.runId, run.mcp.token, JSON.stringify(request(1)), { 'Content-Type': 'application/json; charset=iso-8859-1' });
     expect(latin.status).toBe(415);
-    expect(latin.body.error.code).toBe(-32000);
+    expect(latin.body).toEqual({ error: 'unsupported_media_type', message: "the request body's charset is not supported (utf-8)" });
     const sse = await mcpPost(run.runId, run.mcp.token, request(1), { Accept: 'text/event-stream' });
     expect(sse.status).toBe(406);
-    expect(sse.body.error.code).toBe(-32000);
+    expect(sse.body.error).toBe('not_acceptable');
     const unwanted = await mcpPost(run.runId, run.mcp.token, request(1), { Accept: 'application/json;q=0, text/event-stream' });
     expect(unwanted.status).toBe(406);
   });

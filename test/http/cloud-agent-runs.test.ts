@@ -55,7 +55,7 @@ async function register(device: EnrolledDevice, body: Record<string, unknown>, a
 const full = () => ({ provider: 'codex', team: 'acme', member: 'ada', task: TASK, tools: ['tasks.create', 'tasks.read'], workspaceId: 'ws-1', projectId, startedBy: personId });
 
 async function publish(cloudAgents: { allowed: boolean; maxConcurrent: number }): Promise<void> {
-  await platform.services.policies.publishOrganisation(organisation.id, personId, { ...structuredClone(DEFAULT_POLICY), cloudAgents });
+  await platform.services.policies.publishOrganisation(organisation.id, { kind: 'person', personId }, { ...structuredClone(DEFAULT_POLICY), cloudAgents });
 }
 
 async function endAllRuns(): Promise<void> {
@@ -148,7 +148,7 @@ describe('POST /cloud-agents/v1/runs', () => {
 
     await publish({ allowed: true, maxConcurrent: 5 });
     const closed = (await platform.services.projects.create(organisation.id, { name: 'Closed' })).id;
-    await platform.services.policies.publishProject(organisation.id, closed, personId, { cloudAgents: { allowed: false } });
+    await platform.services.policies.publishProject(organisation.id, closed, { kind: 'person', personId }, { cloudAgents: { allowed: false } });
     expect((await register(workbench, { ...full(), projectId: closed })).body.error).toBe('cloud_agents_disabled');
     expect((await register(workbench, full())).status).toBe(201);
     await endAllRuns();
@@ -160,7 +160,7 @@ describe('POST /cloud-agents/v1/runs', () => {
     expect((await register(samePersonWorkbench, full())).status).toBe(201);
     const third = await register(workbench, full());
     expect(third.status).toBe(409);
-    expect(third.body).toMatchObject({ error: 'max_concurrent_runs', maxConcurrent: 2 });
+    expect(third.body).toMatchObject({ error: 'max_concurrent_runs', max: 2 });
     // Another person has slots of their own.
     expect((await register(colleagueWorkbench, { ...full(), startedBy: undefined })).status).toBe(201);
     // Ending a run frees a slot.
@@ -216,13 +216,21 @@ describe('POST /cloud-agents/v1/runs', () => {
     ['no project', () => ({ provider: 'codex' }), 'body.projectId'],
     ['a tool name with a new line', () => ({ ...full(), tools: ['a\nb'] }), 'body.tools[0]'],
     ['a provider with edge white space', () => ({ ...full(), provider: ' codex' }), 'body.provider'],
-    ['a task over 100,000 characters', () => ({ ...full(), task: 'x'.repeat(100_001) }), 'body.task'],
     ['tools named twice', () => ({ ...full(), tools: ['a', 'a'] }), 'body.tools'],
     ['an expiry that is not a timestamp', () => ({ ...full(), expiresAt: 'tomorrow' }), 'body.expiresAt'],
   ])('refuses %s (400 invalid_request naming the field)', async (_what, body, field) => {
     const res = await register(workbench, body());
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ error: 'invalid_request', field });
+  });
+
+  it('reads a task of up to 100,000 characters (past JSON_MAX_STRING_LENGTH), and refuses a longer one (400 json_too_complex naming it)', async () => {
+    const longest = await register(workbench, { ...full(), task: 'x'.repeat(100_000) });
+    expect(longest.status).toBe(201);
+    const over = await register(workbench, { ...full(), task: 'x'.repeat(100_001) });
+    expect(over.status).toBe(400);
+    expect(over.body).toMatchObject({ error: 'json_too_complex', field: 'body.task', limit: 'stringLength', max: 100_000 });
+    await endAllRuns();
   });
 
   it('builds the MCP URL from the one trusted origin: PLATFORM_BASE_URL on Cloud, never the Host header', async () => {
@@ -338,7 +346,7 @@ describe('POST /cloud-agents/v1/runs/{runId}/events', () => {
     for (let i = 0; i < 10; i++) expect((await events(fresh, workbench, hundred)).status).toBe(200);
     const over = await events(fresh, workbench, { events: [{ at: platform.clock.now().toISOString(), kind: 'completed' }] });
     expect(over.status).toBe(409);
-    expect(over.body).toMatchObject({ error: 'run_event_limit', maxEvents: 1000 });
+    expect(over.body).toMatchObject({ error: 'run_event_limit', max: 1000 });
   });
 
   it('refuses events after the run ended (409 run_ended)', async () => {

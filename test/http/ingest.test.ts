@@ -276,8 +276,40 @@ describe('reading what was ingested (console)', () => {
           { id: 'r2', at: '2026-11-01T20:00:00.000Z', provider: 'anthropic', model: 'claude', inputTokens: 200, outputTokens: 20, cachedTokens: 0, cost: 0.5 },
           { id: 'r3', at: '2026-11-02T10:00:00.000Z', provider: 'openai', model: 'gpt', inputTokens: 1, outputTokens: 2, cachedTokens: 0, cost: 0.125 },
         ],
+        audit: [
+          { id: 'ra1', at: '2026-11-01T09:00:00.000Z', actor: 'agent', action: 'file.write', target: 'src/a.ts', label: 'wrote a' },
+          { id: 'ra2', at: '2026-11-01T10:00:00.000Z', actor: 'agent', action: 'memory.read', target: 'notes', label: 'project notes', details: { query: 'q' } },
+          { id: 'ra3', at: '2026-11-01T11:00:00.000Z', actor: 'usr_reader', action: 'file.write', target: 'src/b.ts' },
+        ],
+        tasks: [
+          { id: 'rt1', title: 'Fix the build', status: 'completed', createdAt: '2026-11-01T08:00:00.000Z', updatedAt: '2026-11-01T09:00:00.000Z', completedAt: '2026-11-01T09:00:00.000Z' },
+          { id: 'rt2', title: 'Write the notes', status: 'in_progress', createdAt: '2026-11-01T10:00:00.000Z', updatedAt: '2026-11-01T10:30:00.000Z' },
+        ],
       }),
     );
+  });
+
+  it('pages audit records newest first, each once, the memory read by its label only', async () => {
+    const first = await call(platform, 'get', '/platform/v1/ingest/audit?workspaceId=ws-read&limit=2', { host, headers: admin() });
+    expect(first.status).toBe(200);
+    expect(first.body.items.map((item: { id: string }) => item.id)).toEqual(['ra3', 'ra2']);
+    const memoryRead = first.body.items[1];
+    expect(memoryRead).toMatchObject({ action: 'memory.read', label: 'project notes' });
+    expect(memoryRead.details).toBeUndefined();
+    expect(memoryRead.target).toBeUndefined();
+    const second = await call(platform, 'get', `/platform/v1/ingest/audit?workspaceId=ws-read&limit=2&cursor=${first.body.nextCursor}`, { host, headers: admin() });
+    expect(second.body).toEqual({ items: [expect.objectContaining({ id: 'ra1' })], nextCursor: null });
+    const writes = await call(platform, 'get', '/platform/v1/ingest/audit?workspaceId=ws-read&kind=file.write', { host, headers: admin() });
+    expect(writes.body.items.map((item: { id: string }) => item.id)).toEqual(['ra3', 'ra1']);
+  });
+
+  it('lists tasks as last reported, by status', async () => {
+    const all = await call(platform, 'get', '/platform/v1/ingest/tasks?workspaceId=ws-read', { host, headers: admin() });
+    expect(all.status).toBe(200);
+    expect(all.body.items.map((item: { id: string }) => item.id).sort()).toEqual(['rt1', 'rt2']);
+    expect(all.body.nextCursor).toBeNull();
+    const open = await call(platform, 'get', '/platform/v1/ingest/tasks?workspaceId=ws-read&kind=in_progress', { host, headers: admin() });
+    expect(open.body.items).toEqual([expect.objectContaining({ id: 'rt2', title: 'Write the notes', status: 'in_progress' })]);
   });
 
   it('pages events newest first with a keyset cursor and filters', async () => {
@@ -306,8 +338,10 @@ describe('reading what was ingested (console)', () => {
   });
 
   it('is for owners and admins only, and refuses a forged cursor', async () => {
-    const member = await call(platform, 'get', '/platform/v1/ingest/events', { host, headers: { Authorization: `Bearer ${memberToken}` } });
-    expect(member.status).toBe(403);
+    for (const list of ['events', 'audit', 'tasks', 'usage/summary']) {
+      const member = await call(platform, 'get', `/platform/v1/ingest/${list}`, { host, headers: { Authorization: `Bearer ${memberToken}` } });
+      expect({ list, status: member.status, error: member.body.error }).toEqual({ list, status: 403, error: 'forbidden' });
+    }
     const forged = await call(platform, 'get', '/platform/v1/ingest/events?cursor=bm90LWEtY3Vyc29y', { host, headers: admin() });
     expect(forged.status).toBe(400);
     expect(forged.body.field).toBe('query.cursor');
@@ -382,5 +416,61 @@ describe('large event data', () => {
     } finally {
       await large.close();
     }
+  });
+});
+
+describe("memory reads by the rule of the organisation's policy", () => {
+  /** Which of `actions` were stored as memory reads (label only) when uploaded for `project`. */
+  async function memoryReads(project: string, actions: string[]): Promise<string[]> {
+    const device = await newDevice();
+    const audit = actions.map((action, i) => ({ id: `mr-${i}`, at: '2026-11-02T00:00:00.000Z', actor: 'agent', action, target: 'key', label: action, details: { content: 'remembered text' } }));
+    const res = await upload(device, envelope({ projectId: project, audit }));
+    expect(res.status).toBe(200);
+    const rows = (await platform.dataSource.query('SELECT action, target, details FROM ingest_audit WHERE device_id = ?', [device.device.id])) as {
+      action: string;
+      target: string | null;
+      details: string | null;
+    }[];
+    expect(rows).toHaveLength(actions.length);
+    for (const row of rows) expect(row.target === null).toBe(row.details === null);
+    return rows.filter((row) => row.details === null).map((row) => row.action).sort();
+  }
+
+  const ACTIONS = ['memory.read', 'read_memory', 'memory.semantic_search', 'knowledge.query', 'kb.search', 'export.memories', 'vector.lookup', 'journal.read', 'memory.list', 'notes.search', 'file.read', 'memory.write'];
+
+  async function publishAs(path: string, body: unknown): Promise<void> {
+    const res = await call(platform, 'put', path, { host, headers: admin(), body });
+    expect(res.status).toBe(200);
+  }
+
+  it('applies the built-in rule while the policy adds nothing', async () => {
+    expect(await memoryReads(projectId, ACTIONS)).toEqual(
+      ['export.memories', 'kb.search', 'knowledge.query', 'memory.list', 'memory.read', 'memory.semantic_search', 'read_memory', 'vector.lookup'].sort(),
+    );
+  });
+
+  it("follows the organisation's audit.memoryReads from its next upload, and a project's override over it", async () => {
+    const current = await call(platform, 'get', '/policy/v1', { host, headers: admin() });
+    const policy = { ...current.body.policy, audit: { memoryReads: { stores: ['journal'], include: [], exclude: ['memory.list'] } } };
+    await publishAs('/policy/v1/organisation', policy);
+    expect(await memoryReads(projectId, ACTIONS)).toEqual(
+      ['export.memories', 'journal.read', 'kb.search', 'knowledge.query', 'memory.read', 'memory.semantic_search', 'read_memory', 'vector.lookup'].sort(),
+    );
+
+    const notes = (await platform.services.projects.create(organisation.id, { name: 'Notes' })).id;
+    await publishAs(`/policy/v1/projects/${notes}`, { audit: { memoryReads: { include: ['notes.*'] } } });
+    const withNotes = await memoryReads(notes, ACTIONS);
+    expect(withNotes).toContain('notes.search');
+    // The override replaced the organisation's lists it names (arrays replace), and kept the others.
+    expect(withNotes).toContain('journal.read');
+    expect(withNotes).not.toContain('memory.list');
+    // The organisation's other projects are unchanged.
+    expect(await memoryReads(projectId, ['notes.search'])).toEqual([]);
+  });
+
+  it('refuses a malformed memoryReads section, naming the field', async () => {
+    const res = await call(platform, 'put', `/policy/v1/projects/${projectId}`, { host, headers: admin(), body: { audit: { memoryReads: { include: ['notes(.*'] } } } });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ error: 'invalid_request', field: 'body.audit.memoryReads.include[0]' });
   });
 });

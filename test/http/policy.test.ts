@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { Response } from 'supertest';
 import { DEFAULT_POLICY } from '../../policies/default-policy.js';
 import { DeviceEntity } from '../../src/modules/devices/entities.js';
 import { PersonIdentityEntity, type OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { PolicyRevisionEntity } from '../../src/modules/policy/entities.js';
 import { canonicalJson, mergeOverride, revisionOf } from '../../src/modules/policy/merge.js';
+import { PolicyStore } from '../../src/modules/policy/store.js';
 import type { PolicyDocument } from '../../src/modules/policy/schemas.js';
 import { ProjectService } from '../../src/modules/projects/service.js';
 import { ManualClock } from '../../src/util/clock.js';
@@ -80,6 +81,12 @@ function organisationDocument(changes: Record<string, unknown> = {}): PolicyDocu
   });
 }
 
+/** The effective policy of a publish answer (what `GET /policy/v1` answers), without what the publish changed. */
+function effective(res: Response) {
+  const { changed: _changed, number: _number, ...answer } = res.body as Record<string, unknown>;
+  return answer;
+}
+
 const storedRows = (organisationId = organisation.id) => platform.dataSource.getRepository(PolicyRevisionEntity).findBy({ organisationId });
 
 async function insertRow(organisationId: string, projectId: string | null, document: string): Promise<number> {
@@ -138,12 +145,12 @@ describe('publishing the organisation policy', () => {
     const document = organisationDocument();
     const res = await publishOrganisation(document);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ revision: revisionOf({ ...document, source: 'organisation' }), policy: { ...document, source: 'organisation' }, published: true });
+    expect(res.body).toEqual({ revision: revisionOf({ ...document, source: 'organisation' }), policy: { ...document, source: 'organisation' }, published: true, changed: true, number: 1 });
     expect(res.headers.etag).toBe(`"${res.body.revision}"`);
 
     const seen = await getPolicy();
     expect(seen.status).toBe(200);
-    expect(seen.body).toEqual(res.body);
+    expect(seen.body).toEqual(effective(res));
     expect(seen.headers.etag).not.toBe(before.headers.etag);
 
     const rows = await storedRows();
@@ -211,7 +218,8 @@ describe('publishing the organisation policy', () => {
   });
 
   it('refuses a document too large to store', async () => {
-    const res = await publishOrganisation(organisationDocument({ settings: { notes: 'x'.repeat(70_000) } }));
+    // Each string within JSON_MAX_STRING_LENGTH, the whole beyond what a row holds.
+    const res = await publishOrganisation(organisationDocument({ settings: { notes: 'x'.repeat(40_000), more: 'y'.repeat(30_000) } }));
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ error: 'invalid_request', field: 'body' });
     expect(await storedRows()).toHaveLength(1);
@@ -327,13 +335,14 @@ describe('project overrides', () => {
     const res = await publishProject(projectId, override);
     expect(res.status).toBe(200);
     const expected = mergeOverride(organisationAnswer.body.policy as PolicyDocument, override);
-    expect(res.body).toEqual({ revision: revisionOf({ ...expected, source: 'project' }), policy: { ...expected, source: 'project' }, published: true });
+    expect(effective(res)).toEqual({ revision: revisionOf({ ...expected, source: 'project' }), policy: { ...expected, source: 'project' }, published: true });
+    expect(res.body.changed).toBe(true);
     expect(res.body.policy.dlp).toEqual({ ...organisationAnswer.body.policy.dlp, onPii: 'block' });
     expect(res.body.policy.network.denyHosts).toEqual(['files.example.test']);
     expect(res.body.policy.pullRequests.requireChecks).toBe(organisationAnswer.body.policy.pullRequests.requireChecks);
 
     const seen = await getPolicy({ projectId });
-    expect(seen.body).toEqual(res.body);
+    expect(seen.body).toEqual(effective(res));
     expect(seen.headers.etag).not.toBe(organisationAnswer.headers.etag);
     expect((await getPolicy()).body).toEqual(organisationAnswer.body);
   });
@@ -377,7 +386,7 @@ describe('project overrides', () => {
   it('clears the override with {}', async () => {
     const res = await publishProject(projectId, {});
     expect(res.status).toBe(200);
-    expect(res.body).toEqual((await getPolicy()).body);
+    expect(effective(res)).toEqual((await getPolicy()).body);
     expect(res.body.policy.source).toBe('organisation');
   });
 
@@ -436,7 +445,7 @@ describe('stored documents that no longer validate', () => {
 
     const res = await getPolicy({ projectId: project.id });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual(valid.body);
+    expect(res.body).toEqual(effective(valid));
     expect(warningsAbout(bad)).toHaveLength(1);
     expect(warningsAbout(bad)[0]).toMatchObject({ projectId: project.id, field: 'override.tools.defaults.changes' });
   });
@@ -455,6 +464,27 @@ describe('stored documents that no longer validate', () => {
     expect(member.status).toBe(403);
   });
 
+  it('pages the publishes with cursor, each once, and ends with nextCursor null', async () => {
+    const owner = { Authorization: `Bearer ${await personToken('owner')}` };
+    const numbers = (await storedRows()).filter((row) => row.projectId === null).map((row) => row.number).sort((a, b) => b - a);
+    expect(numbers.length).toBeGreaterThan(2);
+    const paged: number[] = [];
+    let query = '?limit=2';
+    for (let pages = 0; pages < 50; pages++) {
+      const res = await call(platform, 'get', `/policy/v1/organisation/revisions${query}`, { host, headers: owner });
+      expect(res.status).toBe(200);
+      paged.push(...res.body.revisions.map((revision: { number: number }) => revision.number));
+      if (res.body.nextCursor === null) break;
+      query = `?limit=2&cursor=${res.body.nextCursor}`;
+    }
+    expect(paged).toEqual(numbers);
+    const all = await call(platform, 'get', '/policy/v1/organisation/revisions?limit=100', { host, headers: owner });
+    expect(all.body.nextCursor).toBeNull();
+    const bad = await call(platform, 'get', '/policy/v1/organisation/revisions?cursor=abc', { host, headers: owner });
+    expect(bad.status).toBe(400);
+    expect(bad.body.field).toBe('query.cursor');
+  });
+
   it("lists a project's overrides, and answers 404 for a project elsewhere", async () => {
     const admin = { Authorization: `Bearer ${await personToken('admin')}` };
     const project = await projects.create(organisation.id, { name: 'Audit trail' });
@@ -464,6 +494,10 @@ describe('stored documents that no longer validate', () => {
     expect(res.status).toBe(200);
     expect(res.body.revisions.map((revision: { document: unknown }) => revision.document)).toEqual([{}, { git: { requirePullRequest: false } }]);
     expect(res.body.revisions.every((revision: { projectId: string; valid: boolean }) => revision.projectId === project.id && revision.valid)).toBe(true);
+
+    const member = await call(platform, 'get', `/policy/v1/projects/${project.id}/revisions`, { host, headers: { Authorization: `Bearer ${await personToken('member')}` } });
+    expect(member.status).toBe(403);
+    expect(member.body.error).toBe('forbidden');
 
     const theirs = await projects.create(other.id, { name: 'Theirs too' });
     const elsewhere = await call(platform, 'get', `/policy/v1/projects/${theirs.id}/revisions`, { host, headers: admin });
@@ -482,5 +516,27 @@ describe('other organisations', () => {
 
     const wrongHost = await getPolicy({ as: theirs, at: host });
     expect(wrongHost.status).toBe(401);
+  });
+});
+
+describe('publishes that keep losing the race for the next number', () => {
+  it('answer 409 conflict after three attempts and store nothing, for the organisation and for a project', async () => {
+    const project = await projects.create(organisation.id, { name: 'Raced' });
+    expect((await publishOrganisation(organisationDocument({ agents: { sandbox: 'isolated' } }))).status).toBe(200);
+    const before = (await storedRows()).length;
+    // Another publisher always takes the number first: every insert collides on the unique index.
+    const lost = jest.spyOn(PolicyStore.prototype, 'maxNumber').mockResolvedValue(0);
+    try {
+      const res = await publishOrganisation(organisationDocument({ agents: { sandbox: 'off' } }));
+      expect(res.status).toBe(409);
+      expect(res.body.error).toBe('conflict');
+      const projectRes = await publishProject(project.id, { git: { requirePullRequest: true } });
+      expect(projectRes.status).toBe(409);
+      expect(projectRes.body.error).toBe('conflict');
+      expect(lost).toHaveBeenCalledTimes(6);
+    } finally {
+      lost.mockRestore();
+    }
+    expect((await storedRows()).length).toBe(before);
   });
 });

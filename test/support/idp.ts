@@ -13,6 +13,7 @@ import Provider, {
 } from 'oidc-provider';
 import type { OidcSettings } from '../../src/modules/organisation/service.js';
 import { systemClock, type Clock } from '../../src/util/clock.js';
+import { recordSecret } from './suite-record.js';
 
 /**
  * A real OpenID Connect provider (node-oidc-provider) inside the test process, on a loopback
@@ -46,8 +47,13 @@ export interface IdentityProviderOptions {
   audience?: string;
   apiScope?: string;
   clientId?: string;
-  /** Browser sign-in (authorization code + PKCE) for a public client with these redirect URIs. */
-  interactive?: { redirectUris: string[] };
+  /**
+   * Browser sign-in (authorization code + PKCE) for a public client with these redirect URIs, or
+   * with `confidential` for a client that authenticates with its secret (`client_secret_post`), as
+   * the Cloud service is at Google and Microsoft. ID tokens carry the account's `email`,
+   * `email_verified`, `xms_edov` and `name` when the scopes ask for them.
+   */
+  interactive?: { redirectUris: string[]; confidential?: boolean };
 }
 
 export interface MintOptions {
@@ -138,7 +144,7 @@ export class TestIdentityProvider {
   private readonly pendingClaims = new WeakMap<object, Record<string, unknown>>();
   private readonly cookieKeys = [randomBytes(32).toString('base64url')];
   private readonly clock: Clock;
-  private readonly interactive: { redirectUris: string[] } | undefined;
+  private readonly interactive: { redirectUris: string[]; confidential?: boolean } | undefined;
   /** Claims of accounts signing in interactively, by login name (= `sub`). */
   private readonly accounts = new Map<string, Record<string, unknown>>();
 
@@ -281,7 +287,10 @@ export class TestIdentityProvider {
       exp: options.exp ?? iat + 300,
     });
     if (options.claims) this.pendingClaims.set(token, options.claims);
-    return token.save();
+    const minted = await token.save();
+    // No log line of the suite may ever hold a person's token (test/http/suite-checks.test.ts).
+    recordSecret(minted);
+    return minted;
   }
 
   /** A token from the provider's token endpoint (client credentials grant: `sub` is the client). */
@@ -334,7 +343,7 @@ export class TestIdentityProvider {
         this.interactive
           ? {
               client_id: this.clientId,
-              token_endpoint_auth_method: 'none',
+              ...(this.interactive.confidential ? { client_secret: this.clientSecret, token_endpoint_auth_method: 'client_secret_post' } : { token_endpoint_auth_method: 'none' }),
               grant_types: ['authorization_code'],
               response_types: ['code'],
               redirect_uris: this.interactive.redirectUris,
@@ -363,7 +372,10 @@ export class TestIdentityProvider {
       extraTokenClaims: (_ctx, token) =>
         this.pendingClaims.get(token as AccessToken) ?? ((token as AccessToken).gty === 'authorization_code' ? this.accounts.get((token as AccessToken).accountId) : undefined),
       // Accounts are whatever login name the development pages are given.
-      findAccount: (_ctx, accountId) => ({ accountId, claims: () => ({ sub: accountId }) }),
+      findAccount: (_ctx, accountId) => ({ accountId, claims: () => ({ ...(this.accounts.get(accountId) ?? {}), sub: accountId }) }),
+      claims: { openid: ['sub'], email: ['email', 'email_verified', 'xms_edov'], profile: ['name'] },
+      // Scope claims go into the ID token (the Cloud service reads the person from it).
+      conformIdTokenClaims: false,
       ttl: { AccessToken: 300, ClientCredentials: 300, AuthorizationCode: 60, IdToken: 300, Interaction: 600, Session: 3600, Grant: 3600 },
       adapter: ProviderStorage,
     };

@@ -5,6 +5,10 @@ import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import { WebSocket } from 'ws';
 import type { Clock } from '../../src/util/clock.js';
 import { deviceHeaders, type EnrolledDevice } from './devices.js';
+import { recordAnswer, recordSecret } from './suite-record.js';
+
+/** The operation a WebSocket upgrade answers, as the suite's coverage check counts answers. */
+const CONNECT_OPERATION = 'connectControlChannel';
 
 /**
  * A desktop workbench as the tests need one: it holds the control channel of a real device
@@ -87,7 +91,11 @@ export class TestWorkbench {
     const jwks = createRemoteJWKSet(new URL(`${origin}/.well-known/jwks.json`), { cooldownDuration: 0 });
     const workbench = new TestWorkbench(socket, options.issuer ?? origin, device, clock, jwks);
     await new Promise<void>((resolve, reject) => {
-      socket.once('open', () => resolve());
+      socket.once('open', () => {
+        // The handshake's 101 Switching Protocols, which no supertest request can see.
+        recordAnswer(CONNECT_OPERATION, 101, undefined);
+        resolve();
+      });
       socket.once('unexpected-response', (_req, res) => reject(new Error(`refused with ${res.statusCode}`)));
       socket.once('error', reject);
     });
@@ -104,7 +112,11 @@ export class TestWorkbench {
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? (JSON.parse(text) as Record<string, unknown>) : {}, headers: res.headers }));
+        res.on('end', () => {
+          const body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+          recordAnswer(CONNECT_OPERATION, res.statusCode ?? 0, typeof body.error === 'string' ? body.error : undefined);
+          resolve({ status: res.statusCode ?? 0, body, headers: res.headers });
+        });
       });
     });
   }
@@ -140,6 +152,8 @@ export class TestWorkbench {
       return;
     }
     const { runId, assertion, message } = frame.params;
+    // A bearer of the run's person's authority for a minute: no log line may hold it.
+    recordSecret(assertion);
     try {
       const { payload, protectedHeader } = await jwtVerify(assertion, this.jwks, {
         issuer: this.issuer,

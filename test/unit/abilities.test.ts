@@ -139,6 +139,37 @@ describe('policies: cloud agent runs', () => {
   });
 });
 
+describe('policies: picture', () => {
+  const picture = (projectId: string, organisationId = ORG) => subject('Picture', { organisationId, projectId });
+  const allows = (who: Actor, action: Action, record: ReturnType<typeof picture>) => defineAbilityFor(who).can(action, record as never);
+
+  it('lets every project role read its pictures, and only contributors and owners write them, devices as their person', () => {
+    for (const kind of ['device', 'person'] as const) {
+      const viewer = actor(kind, 'member', { prj_mine: 'viewer' });
+      expect(allows(viewer, 'read', picture('prj_mine'))).toBe(true);
+      for (const action of ['create', 'update', 'delete'] as const) expect(allows(viewer, action, picture('prj_mine'))).toBe(false);
+      for (const role of ['contributor', 'owner'] as const) {
+        const writer = actor(kind, 'member', { prj_mine: role });
+        for (const action of ['read', 'create', 'update', 'delete'] as const) expect(allows(writer, action, picture('prj_mine'))).toBe(true);
+      }
+    }
+  });
+
+  it('gives organisation owners and admins nothing in projects they are not members of, through a device or not', () => {
+    for (const kind of ['device', 'person', 'cloud-session'] as const) {
+      for (const role of ['owner', 'admin'] as const) {
+        for (const action of ACTIONS) expect(allows(actor(kind, role, { prj_mine: 'owner' }), action, picture('prj_other'))).toBe(false);
+      }
+    }
+  });
+
+  it("reaches no other organisation's project with the same id, and nothing for a run credential", () => {
+    const owner = actor('device', 'owner', { prj_mine: 'owner' });
+    for (const action of ACTIONS) expect(allows(owner, action, picture('prj_mine', OTHER_ORG))).toBe(false);
+    for (const action of ACTIONS) expect(allows(actor('run-credential', undefined, { prj_mine: 'owner' }), action, picture('prj_mine'))).toBe(false);
+  });
+});
+
 describe('ability matrix', () => {
   const matrix = computeAbilityMatrix();
   const cell = (subjectName: string, action: Action, column: string) => {
@@ -163,6 +194,10 @@ describe('ability matrix', () => {
     expect(cell('Project', 'update', 'project:owner')).toMatchObject({ grant: 'some', only: ['their projects'] });
     expect(cell('Project', 'delete', 'person:owner').grant).toBe('all');
     expect(cell('Project', 'read', 'person:member').grant).toBe('none');
+    expect(cell('Picture', 'read', 'project:viewer')).toMatchObject({ grant: 'some', only: ['in their projects'] });
+    expect(cell('Picture', 'update', 'project:viewer').grant).toBe('none');
+    expect(cell('Picture', 'update', 'project:contributor')).toMatchObject({ grant: 'some', only: ['in their projects'] });
+    expect(cell('Picture', 'read', 'person:owner').grant).toBe('none');
   });
 
   it('finds no grant that reaches into another organisation', () => {

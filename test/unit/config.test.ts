@@ -32,6 +32,17 @@ describe('config', () => {
     });
   });
 
+  it('bounds JSON bodies by default, ingest envelopes more loosely, and leaves If-Match optional', () => {
+    const config = loadConfig({});
+    expect(config.json).toEqual({ maxDepth: 32, maxKeys: 10_000, maxStringLength: 65_536 });
+    expect(config.ingest).toMatchObject({ maxItems: 5000, maxJsonKeys: 250_000, maxStringLength: 1024 * 1024 });
+    expect(config.policy).toEqual({ requireIfMatch: false });
+    const set = loadConfig({ JSON_MAX_DEPTH: '64', JSON_MAX_KEYS: '500', JSON_MAX_STRING_LENGTH: '4096', INGEST_MAX_KEYS: '1000', INGEST_MAX_STRING_LENGTH: '2048', POLICY_REQUIRE_IF_MATCH: 'true' });
+    expect(set.json).toEqual({ maxDepth: 64, maxKeys: 500, maxStringLength: 4096 });
+    expect(set.ingest).toMatchObject({ maxJsonKeys: 1000, maxStringLength: 2048 });
+    expect(set.policy.requireIfMatch).toBe(true);
+  });
+
   it('reads TRUST_PROXY as Express understands it', () => {
     expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true);
     expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
@@ -60,6 +71,13 @@ describe('config', () => {
     [{ RELAY_ASSERTION_TTL_SECONDS: '3600' }, /^RELAY_ASSERTION_TTL_SECONDS: /],
     [{ SIGNING_KEYS_SECRET: 'short' }, /^SIGNING_KEYS_SECRET: must be at least 32 random bytes/],
     [{ SIGNING_KEY_ROTATION_SECONDS: '600' }, /^SIGNING_KEY_ROTATION_SECONDS: /],
+    [{ JSON_MAX_DEPTH: '4' }, /^JSON_MAX_DEPTH: must be between 8 and 256/],
+    [{ JSON_MAX_DEPTH: '1000' }, /^JSON_MAX_DEPTH: must be between 8 and 256/],
+    [{ JSON_MAX_KEYS: 'many' }, /^JSON_MAX_KEYS: must be a whole number/],
+    [{ JSON_MAX_STRING_LENGTH: '10' }, /^JSON_MAX_STRING_LENGTH: must be between/],
+    [{ INGEST_MAX_KEYS: '0' }, /^INGEST_MAX_KEYS: /],
+    [{ INGEST_MAX_STRING_LENGTH: '-1' }, /^INGEST_MAX_STRING_LENGTH: /],
+    [{ POLICY_REQUIRE_IF_MATCH: 'sometimes' }, /^POLICY_REQUIRE_IF_MATCH: /],
   ])('refuses %j with one line naming the variable', (env, pattern) => {
     const message = refusal(env as Record<string, string>);
     expect(message).toMatch(pattern);
@@ -76,5 +94,91 @@ describe('config', () => {
 
   it('never repeats a database password in its refusal', () => {
     expect(refusal({ DATABASE_URL: 'postgres://u:secretpw@h/db' })).not.toContain('secretpw');
+  });
+});
+
+describe('Cloud sign-in configuration', () => {
+  const cloud = { PLATFORM_DEPLOYMENT: 'cloud', PLATFORM_BASE_URL: 'https://api.platform.example' };
+
+  it('has the spec\'s lifetimes and limits by default, email only, and an outbox under ./data', () => {
+    const config = loadConfig(cloud);
+    expect(config.cloud).toMatchObject({
+      redirectUris: { console: [], mobile: [] },
+      providers: {},
+      providerOrder: ['google', 'microsoft', 'github', 'facebook', 'email'],
+      accessTokenTtlSeconds: 900,
+      refreshTokenTtlSeconds: 2_592_000,
+      refreshGraceSeconds: 10,
+      signInCodeTtlSeconds: 60,
+      emailCodeTtlSeconds: 600,
+      emailCodesPerHour: 5,
+      emailCodeTries: 5,
+      linkTicketTtlSeconds: 300,
+    });
+    expect(config.mail).toEqual({ smtpUrl: undefined, from: 'Platform <no-reply@api.platform.example>', outboxDir: './data/outbox' });
+  });
+
+  it('takes https redirect URIs, http ones on loopback only, and private-use schemes for the mobile app only', () => {
+    const config = loadConfig({
+      ...cloud,
+      AUTH_CONSOLE_REDIRECT_URIS: 'https://console.example/cb, http://127.0.0.1:5173/cb,http://[::1]:8080/cb,http://localhost/cb',
+      AUTH_MOBILE_REDIRECT_URIS: 'com.example.app:/oauth,https://app.example/cb',
+    });
+    expect(config.cloud.redirectUris.console).toEqual(['https://console.example/cb', 'http://127.0.0.1:5173/cb', 'http://[::1]:8080/cb', 'http://localhost/cb']);
+    expect(config.cloud.redirectUris.mobile).toEqual(['com.example.app:/oauth', 'https://app.example/cb']);
+    expect(refusal({ ...cloud, AUTH_CONSOLE_REDIRECT_URIS: 'http://console.example/cb' })).toMatch(/^AUTH_CONSOLE_REDIRECT_URIS: .*loopback/);
+    expect(refusal({ ...cloud, AUTH_CONSOLE_REDIRECT_URIS: 'com.example.app:/oauth' })).toMatch(/^AUTH_CONSOLE_REDIRECT_URIS: /);
+    expect(refusal({ ...cloud, AUTH_CONSOLE_REDIRECT_URIS: 'https://console.example/cb#x' })).toMatch(/fragment/);
+    expect(refusal({ ...cloud, AUTH_MOBILE_REDIRECT_URIS: 'myapp:/cb' })).toMatch(/^AUTH_MOBILE_REDIRECT_URIS: .*reverse-domain/);
+    expect(refusal({ ...cloud, AUTH_MOBILE_REDIRECT_URIS: 'javascript:alert(1)' })).toMatch(/^AUTH_MOBILE_REDIRECT_URIS: /);
+    expect(refusal({ ...cloud, AUTH_MOBILE_REDIRECT_URIS: 'not a uri' })).toMatch(/not an absolute URI/);
+  });
+
+  it('enables a provider by its client id and secret, with default endpoints that config can move', () => {
+    const config = loadConfig({
+      ...cloud,
+      GOOGLE_CLIENT_ID: 'g',
+      GOOGLE_CLIENT_SECRET: 'gs',
+      GITHUB_CLIENT_ID: 'h',
+      GITHUB_CLIENT_SECRET: 'hs',
+      GITHUB_API_URL: 'https://github.example/api/v3/',
+    });
+    expect(config.cloud.providers).toEqual({
+      google: { kind: 'oidc', clientId: 'g', clientSecret: 'gs', issuer: 'https://accounts.google.com' },
+      github: {
+        kind: 'oauth2',
+        clientId: 'h',
+        clientSecret: 'hs',
+        authorizationUrl: 'https://github.com/login/oauth/authorize',
+        tokenUrl: 'https://github.com/login/oauth/access_token',
+        apiUrl: 'https://github.example/api/v3',
+      },
+    });
+    expect(refusal({ ...cloud, FACEBOOK_CLIENT_ID: 'f' })).toBe('FACEBOOK_CLIENT_SECRET: is required with FACEBOOK_CLIENT_ID');
+    expect(refusal({ ...cloud, MICROSOFT_CLIENT_SECRET: 'm' })).toBe('MICROSOFT_CLIENT_ID: is required with MICROSOFT_CLIENT_SECRET');
+    expect(refusal({ ...cloud, GOOGLE_CLIENT_ID: 'g', GOOGLE_CLIENT_SECRET: 's', GOOGLE_ISSUER: 'http://127.0.0.1:9000' })).toMatch(/^GOOGLE_ISSUER: must be an https URL/);
+    expect(loadConfig({ ...cloud, OIDC_ALLOW_HTTP_LOOPBACK: 'true', GOOGLE_CLIENT_ID: 'g', GOOGLE_CLIENT_SECRET: 's', GOOGLE_ISSUER: 'http://127.0.0.1:9000' }).cloud.providers.google).toMatchObject({
+      issuer: 'http://127.0.0.1:9000',
+    });
+  });
+
+  it('orders providers as configured, the rest after them', () => {
+    expect(loadConfig({ ...cloud, AUTH_PROVIDER_ORDER: 'email, github' }).cloud.providerOrder).toEqual(['email', 'github', 'google', 'microsoft', 'facebook']);
+    expect(refusal({ ...cloud, AUTH_PROVIDER_ORDER: 'yahoo' })).toMatch(/^AUTH_PROVIDER_ORDER: /);
+  });
+
+  it('checks SMTP_URL, MAIL_FROM and AUTH_CODE_SECRET without repeating their values', () => {
+    expect(loadConfig({ ...cloud, SMTP_URL: 'smtps://user:pw@mail.example:465' }).mail.smtpUrl).toBe('smtps://user:pw@mail.example:465');
+    const smtp = refusal({ ...cloud, SMTP_URL: 'http://user:secretpw@mail.example' });
+    expect(smtp).toMatch(/^SMTP_URL: /);
+    expect(smtp).not.toContain('secretpw');
+    expect(refusal({ ...cloud, MAIL_FROM: 'nobody' })).toMatch(/^MAIL_FROM: /);
+    expect(refusal({ ...cloud, AUTH_CODE_SECRET: 'short' })).toMatch(/^AUTH_CODE_SECRET: must be at least 32 random bytes/);
+    expect(loadConfig({ ...cloud, AUTH_CODE_SECRET: Buffer.alloc(32, 7).toString('base64url') }).cloud.codeSecret).toHaveLength(32);
+  });
+
+  it('bounds the lifetimes', () => {
+    expect(refusal({ ...cloud, AUTH_ACCESS_TOKEN_TTL_SECONDS: '10' })).toMatch(/^AUTH_ACCESS_TOKEN_TTL_SECONDS: must be between/);
+    expect(refusal({ ...cloud, AUTH_REFRESH_GRACE_SECONDS: '600' })).toMatch(/^AUTH_REFRESH_GRACE_SECONDS: /);
   });
 });

@@ -8,7 +8,8 @@ import {
   shannonEntropy,
   TEXT_RULES,
 } from '../../src/modules/ingest/redaction-rules.js';
-import { isMemoryRead, redact, redactAuditItem } from '../../src/modules/ingest/redaction.js';
+import { memoryReadRule } from '../../policies/memory-reads.js';
+import { redact, redactAuditItem } from '../../src/modules/ingest/redaction.js';
 
 // Fake credentials are generated at run time from a fixed seed, so the file holds no string a
 // secret scanner would flag and every run sees the same values.
@@ -564,39 +565,6 @@ describe('walker', () => {
 describe('audit items', () => {
   const CONTENT = ['details', 'content', 'value', 'text', 'query', 'result'] as const;
 
-  it.each([
-    'memory.read',
-    'memory_read',
-    'memory.get',
-    'memory.search',
-    'memory:query',
-    'memory/list',
-    'memory-recall',
-    'memoryRead',
-    'MEMORY.READ',
-    ' memory.retrieve ',
-    'workbench.memory.read',
-    'read_memory',
-    'search_memories',
-    'memories.list',
-    'mcp.memory.fetch',
-    'memory.read.failed',
-    'memory.search.completed',
-    'memory.semantic_search',
-    'memory.semanticSearch',
-    'memories.vector.search',
-    'memory.entries.read',
-  ])('%s is a memory read', (action) => {
-    expect(isMemoryRead(action)).toBe(true);
-  });
-
-  it.each(['memory.write', 'memory.delete', 'memory_update', 'write_memory', 'file.read', 'memory', 'read', '', 'memory.readme', 'memorize.read', 'memory.write.read_only'])(
-    '%s is not a memory read',
-    (action) => {
-      expect(isMemoryRead(action)).toBe(false);
-    },
-  );
-
   it('keeps only the label and the non-content fields of a memory read', () => {
     const item = {
       id: 'aud_1',
@@ -650,6 +618,14 @@ describe('audit items', () => {
     });
     expect(result.count).toBe(5);
     expect(result.kinds).toEqual(['github_token', 'jwt', 'secret_value', 'url_password']);
+  });
+
+  it("applies the organisation's rule when it is given one", () => {
+    const item = { action: 'notes.search', label: 'l', details: { q: 'x' }, query: 'what' };
+    expect(redactAuditItem(item, CONTENT).value).toEqual(item);
+    expect(redactAuditItem(item, CONTENT, memoryReadRule({ stores: ['notes'] })).value).toEqual({ action: 'notes.search', label: 'l' });
+    const read = { action: 'memory.read', label: 'l', details: { size: 3 } };
+    expect(redactAuditItem(read, CONTENT, memoryReadRule({ exclude: ['memory.read'] })).value).toEqual(read);
   });
 
   it('redacts memory writes like any other item', () => {

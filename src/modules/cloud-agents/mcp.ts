@@ -2,14 +2,15 @@ import { subject } from '@casl/ability';
 import type { Request } from 'express';
 import { defineAbilityFor } from '../../../policies/index.js';
 import type { Principal } from '../../auth/principal.js';
-import { methodNotAllowed, notFound } from '../../http/errors.js';
-import { defineRoute, type Reply, type RouteDefinition } from '../../http/route.js';
-import { errorBodySchema, named } from '../../http/schema.js';
+import { ApiError, notFound } from '../../http/errors.js';
+import { jsonBoundsViolation, type JsonLimits } from '../../http/json-bounds.js';
+import { requestOrigin, serviceOrigin } from '../../http/origin.js';
+import { defineRoute, refusedMethod, type Reply, type RouteDefinition } from '../../http/route.js';
+import { named } from '../../http/schema.js';
 import type { RelayHub } from '../relay/channel.js';
 import { MAX_JSON_DEPTH } from '../relay/channel.js';
 import type { SigningKeys } from '../relay/signing-keys.js';
 import type { RelayOutcome } from '../../state/relay-routing.js';
-import { withinDepth } from '../../util/json-depth.js';
 import { runIdParams } from './schemas.js';
 
 /**
@@ -19,20 +20,30 @@ import { runIdParams } from './schemas.js';
  *
  * - POST one JSON-RPC message or a batch (at most 100). Requests get their responses (one
  *   object, or an array for a batch) with Content-Type application/json; a post of only
- *   notifications and responses gets 202 once the workbench took them (503 with a JSON-RPC error
- *   when it could not be reached: it did not take them).
- * - Errors about the body are JSON-RPC errors (HTTP 400): -32700 parse error (not JSON, not
- *   UTF-8), -32600 invalid request (not a JSON-RPC 2.0 message, an empty or too large batch,
- *   nested too deep). In a batch, each invalid entry gets its own -32600 and the rest go through.
+ *   notifications and responses gets 202 once relayed (spec 4.8: "a notification is answered
+ *   202"), delivered or not: JSON-RPC reports no error for a notification, and a workbench that
+ *   is away is not the client's fault nor the service's (no 5xx).
+ * - Errors about the JSON-RPC content are JSON-RPC error responses (HTTP 400): -32700 parse
+ *   error (not JSON, not UTF-8), -32600 invalid request (not a JSON-RPC 2.0 message, an empty or
+ *   too large batch, nested too deep or too big). In a batch, each invalid entry gets its own
+ *   -32600 and the rest go through. They are the route's `protocolErrors`.
  * - The workbench not connected, gone before answering, silent past RELAY_CALL_TIMEOUT_MS, or
  *   answering with something that is not the response: the request's JSON-RPC error -32000 (its
  *   `data.reason` says which).
- * - `Accept` must allow application/json (406 otherwise); text/event-stream is never sent, and
- *   no `Mcp-Session-Id` is issued (the endpoint keeps no session: the run is the session).
- * - GET (no server-sent event stream) and DELETE (no session to end) answer 405.
- * - Refused before the body is read: a credential that is not this run's (401, or 404 for
- *   another run), more than MCP_MAX_BYTES declared (413), more than MCP_REQUESTS_PER_MINUTE for
- *   the run, counted across replicas (429).
+ * - Refusals about the HTTP request are the API's error body, as on every route: `Accept` must
+ *   allow application/json (406 `not_acceptable`: text/event-stream is never sent, and no
+ *   `Mcp-Session-Id` is issued, the endpoint keeps no session: the run is the session); the body
+ *   must be application/json in UTF-8 (415); a credential that is not this run's (401, or 404
+ *   for another run), more than MCP_MAX_BYTES declared (413), more than MCP_REQUESTS_PER_MINUTE
+ *   for the run, counted across replicas (429): the last three before the body is read.
+ * - GET (no server-sent event stream) and DELETE (no session to end) are declared `refusedMethod`s:
+ *   the registry answers them 405 with `Allow: POST`.
+ *
+ * The assertions' `iss` is the service's own origin, the one a workbench pins: it fetched the
+ * discovery document, holds its control channel and reads `/.well-known/jwks.json` there. On
+ * Cloud (and wherever PLATFORM_BASE_URL is set) that is PLATFORM_BASE_URL, whatever the request
+ * says; self-hosted without it, the origin of the request, which the run credential's
+ * organisation must be served at: the origin of the run's `mcp.url` when the agent follows it.
  */
 
 export const MAX_BATCH = 100;
@@ -89,6 +100,11 @@ const mcpBodySchema = {
   description: 'One JSON-RPC message, or a batch (an array of 1 to 100).',
   oneOf: [jsonRpcMessageSchema, { type: 'array', minItems: 1, maxItems: MAX_BATCH, items: jsonRpcMessageSchema, description: 'A batch.' }],
 } as const;
+
+/** What the body may hold: JSON-RPC messages nest little; the 1 MB body bounds the rest. */
+function messageLimits(maxBytes: number): JsonLimits {
+  return { maxDepth: MAX_JSON_DEPTH, maxKeys: maxBytes, maxStringLength: maxBytes };
+}
 
 const mcpAnswerSchema = {
   description: 'The response to the request, or (for a batch) the array of responses, in the order of the requests.',
@@ -167,13 +183,16 @@ function charsetOf(req: Request): string | undefined {
 export interface McpDependencies {
   hub: RelayHub;
   keys: SigningKeys;
-  originOf: (req: Request) => string;
+  /** PLATFORM_BASE_URL: the assertions' issuer where set. */
+  baseUrl: string | undefined;
   maxBytes: number;
   requestsPerMinute: number;
 }
 
 export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
   const path = '/cloud-agents/v1/runs/{runId}/mcp';
+  const configuredIssuer = serviceOrigin(deps.baseUrl);
+  const limits = messageLimits(deps.maxBytes);
 
   async function relay(principal: Principal, iss: string, entry: Classified): Promise<RelayOutcome> {
     if (entry.kind === 'invalid') throw new Error('invalid entries are not relayed');
@@ -189,14 +208,13 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
     if (!ability.can('relay', subject('CloudAgentRun', { id: runId, organisationId: principal.organisationId }) as never)) {
       throw notFound('no such run');
     }
-    // The assertions' issuer: the one trusted origin (a Host that cannot name one is refused here).
-    const iss = deps.originOf(req);
+    const iss = configuredIssuer ?? requestOrigin(req).origin;
     if (!acceptsJson(req.headers.accept)) {
-      return { status: 406, body: rpcError(null, -32000, 'Not Acceptable: this endpoint answers application/json') };
+      throw new ApiError(406, 'not_acceptable', 'this endpoint answers application/json only (no event streams): Accept must allow it');
     }
     const charset = charsetOf(req);
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-      return { status: 415, body: rpcError(null, -32000, 'Unsupported Media Type: the body must be UTF-8 JSON') };
+      throw new ApiError(415, 'unsupported_media_type', "the request body's charset is not supported (utf-8)");
     }
     const raw: unknown = req.body;
     let parsed: unknown;
@@ -206,8 +224,11 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
     } catch {
       return { status: 400, body: rpcError(null, -32700, 'Parse error: the body is not UTF-8 JSON') };
     }
-    if (!withinDepth(parsed, MAX_JSON_DEPTH)) {
-      return { status: 400, body: rpcError(null, -32600, `Invalid Request: nested deeper than ${MAX_JSON_DEPTH}`) };
+    // Bounded before anything recursive (classifying, signing, JSON.stringify for the socket) reads it.
+    const violation = jsonBoundsViolation(parsed, limits);
+    if (violation) {
+      const why = violation.limit === 'depth' ? `nested deeper than ${violation.max}` : violation.limit === 'keys' ? `more than ${violation.max} keys and items` : `a string longer than ${violation.max}`;
+      return { status: 400, body: rpcError(null, -32600, `Invalid Request: ${why}`) };
     }
     const batch = Array.isArray(parsed);
     const entries = batch ? (parsed as unknown[]) : [parsed];
@@ -219,10 +240,10 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
       return { status: 400, body: rpcError(only.id, -32600, `Invalid Request: ${only.why}`) };
     }
     const answers = await Promise.all(
-      classified.map(async (entry): Promise<{ response?: Record<string, unknown>; undelivered?: Record<string, unknown> }> => {
+      classified.map(async (entry): Promise<{ response?: Record<string, unknown> }> => {
         if (entry.kind === 'invalid') return { response: rpcError(entry.id, -32600, `Invalid Request: ${entry.why}`) };
         const outcome = await relay(principal, iss, entry);
-        if (entry.kind !== 'request') return outcome.ok ? {} : { undelivered: failure(null, outcome) };
+        if (entry.kind !== 'request') return {};
         if (!outcome.ok) return { response: failure(entry.id, outcome) };
         const response = responseTo(entry.id, outcome.result);
         if (response) return { response };
@@ -232,27 +253,8 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
     const responses = answers.flatMap((answer) => (answer.response ? [answer.response] : []));
     const headers = { 'Cache-Control': 'no-store' };
     if (responses.length) return { status: 200, body: batch ? responses : responses[0], headers };
-    const undelivered = answers.find((answer) => answer.undelivered)?.undelivered;
-    if (undelivered) return { status: 503, body: undelivered, headers };
     return { status: 202, headers };
   }
-
-  const methodRefusal = (method: 'get' | 'delete', operationId: string, why: string) =>
-    defineRoute({
-      method,
-      path,
-      operationId,
-      summary: `${method.toUpperCase()} on a run's MCP endpoint: not served`,
-      description: why,
-      tag: 'Cloud agents',
-      tenant: false,
-      auth: 'public',
-      schemas: {},
-      responses: { 405: { description: '`method_not_allowed`, with `Allow: POST`.', schema: errorBodySchema } },
-      handler: () => {
-        throw methodNotAllowed(['POST']);
-      },
-    });
 
   return [
     defineRoute({
@@ -263,9 +265,9 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
       description:
         'MCP Streamable HTTP, JSON answers only, no sessions. The run credential as `Authorization: Bearer platform_cr_…` (valid until the run ends or expires; refused on every other route). ' +
         'One JSON-RPC message or a batch of up to 100; each is relayed to the workbench that started the run as `cloudMcp.call` with an assertion signed for the run\'s person (scope `tasks:write`; keys at `/.well-known/jwks.json`). ' +
-        'Requests: 200 with the response (an array for a batch). Only notifications and responses: 202 when the workbench took them, 503 with a JSON-RPC error when it could not be reached. ' +
-        'Body errors: 400 with JSON-RPC -32700 (parse error) or -32600 (invalid request). The workbench not connected, gone, or silent past the timeout: the request\'s JSON-RPC error -32000. ' +
-        '`Accept` must allow application/json (406); the body must be application/json in UTF-8 (415); at most 1 MB (413, checked before reading); at most 300 requests a minute per run (429, across replicas).',
+        'Requests: 200 with the response (an array for a batch). Only notifications and responses: 202 once relayed, whether the workbench took them or was away (JSON-RPC reports no error for a notification). ' +
+        'Errors in the JSON-RPC content: 400 with a JSON-RPC error response, -32700 (parse error) or -32600 (invalid request: not JSON-RPC 2.0, an empty or too large batch, nested deeper than 64). The workbench not connected, gone, or silent past the timeout: the request\'s JSON-RPC error -32000. ' +
+        'Refusals of the HTTP request carry the API\'s error body: `Accept` must allow application/json (406 `not_acceptable`); the body must be application/json in UTF-8 (415); at most 1 MB (413, checked before reading); at most 300 requests a minute per run (429, across replicas). GET and DELETE: 405.',
       tag: 'Cloud agents',
       tenant: true,
       auth: ['run-credential'],
@@ -275,26 +277,32 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
       schemas: { params: runIdParams },
       responses: {
         200: { description: 'The response, or the responses of a batch.', schema: mcpAnswerSchema },
-        202: { description: 'Notifications and responses taken by the workbench; no body.' },
-        400: {
-          description: 'JSON-RPC -32700 (not JSON) or -32600 (not a JSON-RPC message, an empty or too large batch); `invalid_request` for a malformed run id.',
-          schema: { oneOf: [jsonRpcErrorResponseSchema, errorBodySchema], description: 'A JSON-RPC error response, or the error body.' },
-        },
-        404: { description: '`not_found`: the credential is not for this run.', schema: errorBodySchema },
-        406: { description: '`Accept` does not allow application/json: a JSON-RPC error.', schema: jsonRpcErrorResponseSchema },
-        415: {
-          description: 'Not application/json (`unsupported_media_type`), or not UTF-8 (a JSON-RPC error).',
-          schema: { oneOf: [jsonRpcErrorResponseSchema, errorBodySchema], description: 'A JSON-RPC error response, or the error body.' },
-        },
-        503: {
-          description: 'Only notifications and responses, and the workbench could not be reached (JSON-RPC -32000, id null); or a shared dependency did not answer (`temporarily_unavailable`).',
-          schema: { oneOf: [jsonRpcErrorResponseSchema, errorBodySchema], description: 'A JSON-RPC error response, or the error body.' },
-        },
+        202: { description: 'Only notifications and responses: relayed (taken by the workbench, or not when it is away); no body.' },
+        400: { description: 'A JSON-RPC error response: -32700 (not JSON) or -32600 (not a JSON-RPC message, an empty or too large batch, nested too deep); or `invalid_request` (a malformed run id or Host).' },
+        404: { description: '`not_found`: the credential is not for this run.' },
+        406: { description: '`not_acceptable`: `Accept` does not allow application/json.' },
+        415: { description: '`unsupported_media_type`: not application/json, or not UTF-8.' },
       },
+      errors: { 404: ['not_found'], 406: ['not_acceptable'] },
+      protocolErrors: { schema: jsonRpcErrorResponseSchema, codes: { 400: [-32700, -32600] } },
       handler: ({ req, params, principal }) => handle(req, principal!, params.runId),
     }),
-    methodRefusal('get', 'openCloudAgentRunToolStream', 'The endpoint offers no server-sent event stream (JSON answers only): 405, which MCP clients take as "no stream".'),
-    methodRefusal('delete', 'endCloudAgentRunToolSession', 'The endpoint keeps no MCP session (it issues no `Mcp-Session-Id`): 405. End the run with `POST …/end`.'),
+    refusedMethod({
+      method: 'get',
+      path,
+      operationId: 'openCloudAgentRunToolStream',
+      summary: "GET on a run's MCP endpoint: not served",
+      description: 'The endpoint offers no server-sent event stream (JSON answers only): 405 with `Allow: POST`, which MCP clients take as "no stream".',
+      tag: 'Cloud agents',
+    }),
+    refusedMethod({
+      method: 'delete',
+      path,
+      operationId: 'endCloudAgentRunToolSession',
+      summary: "DELETE on a run's MCP endpoint: not served",
+      description: 'The endpoint keeps no MCP session (it issues no `Mcp-Session-Id`): 405 with `Allow: POST`. End the run with `POST …/end`.',
+      tag: 'Cloud agents',
+    }),
   ];
 }
 

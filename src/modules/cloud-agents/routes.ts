@@ -1,8 +1,8 @@
 import { ApiError } from '../../http/errors.js';
+import { absoluteUrl } from '../../http/origin.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
-import { errorBodySchema } from '../../http/schema.js';
-import type { Request } from 'express';
 import {
+  MAX_TASK_LENGTH,
   endedRunSchema,
   isTaskTextField,
   registeredRunSchema,
@@ -41,8 +41,7 @@ const RUN_ROUTE = {
   deviceScope: 'cloud-agents:write',
 } as const;
 
-/** `originOf` is the one trusted origin of the deployment (the run's MCP URL is built from it). */
-export function cloudAgentRoutes(runs: CloudAgentService, originOf: (req: Request) => string): RouteDefinition[] {
+export function cloudAgentRoutes(runs: CloudAgentService): RouteDefinition[] {
   return [
     defineRoute({
       ...RUN_ROUTE,
@@ -54,19 +53,18 @@ export function cloudAgentRoutes(runs: CloudAgentService, originOf: (req: Reques
         'A workbench registers a run before handing it to the provider. Checks, in order: a workbench, not a node (403 `workbench_required`; a node token also lacks the `cloud-agents:write` scope: 403 `insufficient_scope`); `startedBy`, when sent, is the device\'s person (403 `started_by_mismatch`); the project is the organisation\'s (404 `not_found`); the project\'s effective policy has `cloudAgents.allowed` (403 `cloud_agents_disabled`); `expiresAt`, when sent, is ahead (400 `invalid_request`); and the person has fewer than `cloudAgents.maxConcurrent` runs going, counted over all their workbenches (409 `max_concurrent_runs`). ' +
         'A run that names `workspaceId` and tools gets `mcp`: the endpoint and a `platform_cr_` credential (kept only as a hash) valid until the run ends, or at `expiresAt`: the requested one, at most four hours from now. The task is never stored.',
       schemas: { body: registerRunSchema },
-      forbids: true,
+      // The task may be longer than other strings (it is read to be refused when too long, never kept).
+      jsonLimits: { maxStringLength: MAX_TASK_LENGTH },
       responses: {
         201: { description: 'Registered.', schema: registeredRunSchema },
-        403: {
-          description: '`insufficient_scope` (a node, or a token without `cloud-agents:write`), `workbench_required` (a node), `started_by_mismatch`, `cloud_agents_disabled`.',
-          schema: errorBodySchema,
-        },
-        409: { description: '`max_concurrent_runs`: the person already has as many runs going as the policy allows (`maxConcurrent` in the body).', schema: errorBodySchema },
+        403: { description: '`insufficient_scope` (a node, or a token without `cloud-agents:write`), `workbench_required` (a node), `started_by_mismatch`, `cloud_agents_disabled`.' },
+        404: { description: '`not_found`: the project is not one of the organisation\'s.' },
+        409: { description: '`max_concurrent_runs`: the person already has as many runs going as the policy allows (`max` in the body).' },
       },
+      errors: { 403: ['workbench_required', 'started_by_mismatch', 'cloud_agents_disabled'], 404: ['not_found'], 409: ['max_concurrent_runs'] },
       handler: async ({ body, principal, req }) => {
-        // Settled before anything is stored: a Host that cannot name an origin refuses the request.
-        const origin = originOf(req);
-        const answer = await runs.register(principal!, body as RunRegistration, (runId) => `${origin}/cloud-agents/v1/runs/${runId}/mcp`);
+        // The trusted origin of the request (PLATFORM_BASE_URL, or the validated host that chose the organisation).
+        const answer = await runs.register(principal!, body as RunRegistration, (runId) => absoluteUrl(req, `/cloud-agents/v1/runs/${runId}/mcp`));
         return { status: 201, body: answer, headers: { 'Cache-Control': 'no-store' } };
       },
     }),
@@ -83,8 +81,11 @@ export function cloudAgentRoutes(runs: CloudAgentService, originOf: (req: Reques
       precheck: refuseTaskText,
       responses: {
         200: { description: 'Stored.', schema: runEventsAnswerSchema },
-        409: { description: '`run_ended`: the run has ended; `run_event_limit`: the run holds as many events as it may.', schema: errorBodySchema },
+        400: { description: 'The request does not match the schema (`invalid_request`), or an event carries task text (`task_text_not_allowed`).' },
+        404: { description: '`not_found`: no such run, or not registered by this workbench.' },
+        409: { description: '`run_ended`: the run has ended; `run_event_limit`: the run holds as many events as it may (`max` in the body).' },
       },
+      errors: { 400: ['task_text_not_allowed'], 404: ['not_found'], 409: ['run_ended', 'run_event_limit'] },
       handler: async ({ params, body, principal }) => {
         const accepted = await runs.recordEvents(principal!, params.runId, body.events as RunEvent[]);
         return { status: 200, body: { accepted }, headers: { 'Cache-Control': 'no-store' } };
@@ -99,7 +100,11 @@ export function cloudAgentRoutes(runs: CloudAgentService, originOf: (req: Reques
       description:
         'Only the workbench that registered the run (anyone else: 404). The run credential stops working at once, on every replica. Ending again is harmless: 200 with the same answer, `endedAt` the first end. The body is an empty object `{}` (or none); anything in it is 400 `invalid_request`.',
       schemas: { params: runIdParams },
-      responses: { 200: { description: 'Ended (now or before).', schema: endedRunSchema } },
+      responses: {
+        200: { description: 'Ended (now or before).', schema: endedRunSchema },
+        404: { description: '`not_found`: no such run, or not registered by this workbench.' },
+      },
+      errors: { 404: ['not_found'] },
       handler: async ({ params, principal }) => {
         return { status: 200, body: await runs.end(principal!, params.runId), headers: { 'Cache-Control': 'no-store' } };
       },

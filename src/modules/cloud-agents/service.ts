@@ -134,7 +134,7 @@ export class CloudAgentService {
       await store.lockPerson(organisationId, personId, now);
       const running = await store.countRunning(organisationId, personId, now);
       if (running >= maxConcurrent) {
-        throw conflict('max_concurrent_runs', `you already have ${running} cloud agent runs going; the policy allows ${maxConcurrent} at a time (end one first)`, { maxConcurrent });
+        throw conflict('max_concurrent_runs', `you already have ${running} cloud agent runs going; the policy allows ${maxConcurrent} at a time (end one first)`, { max: maxConcurrent });
       }
       await store.insertRun(run);
     });
@@ -166,7 +166,7 @@ export class CloudAgentService {
       if (run.endedAt) throw conflict('run_ended', 'the run has ended; it takes no more events');
       const held = await store.countEvents(run.id);
       if (held + events.length > MAX_EVENTS_PER_RUN) {
-        throw conflict('run_event_limit', `a run keeps at most ${MAX_EVENTS_PER_RUN} events; it holds ${held}`, { maxEvents: MAX_EVENTS_PER_RUN });
+        throw conflict('run_event_limit', `a run keeps at most ${MAX_EVENTS_PER_RUN} events; it holds ${held}`, { max: MAX_EVENTS_PER_RUN });
       }
       await store.insertEvents(
         events.map((event) => ({

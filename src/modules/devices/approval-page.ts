@@ -1,15 +1,18 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
-import type { Deployment } from '../../config.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError, clientErrorOf } from '../../http/errors.js';
+import { requestOrigin } from '../../http/origin.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { safeEqual } from '../../util/secrets.js';
 import type { OrganisationRecord } from '../organisation/entities.js';
 import type { OrganisationService } from '../organisation/service.js';
-import { USER_CODE_ADDRESS_RATE_LIMIT, USER_CODE_PERSON_RATE_LIMIT } from './approval-routes.js';
+import { auditDecision, USER_CODE_ADDRESS_RATE_LIMIT, USER_CODE_PERSON_RATE_LIMIT } from './approval-routes.js';
 import { formatUserCode, normaliseUserCode, type Approver, type DeviceCodeService } from './device-code.js';
-import { contentSecurityPolicy, decidedPage, devicePage, entryPage, messagePage, signInPage } from './page-html.js';
-import { csrfTokenOf, type WebSessions } from './page-session.js';
+import { cloudSignInPage, contentSecurityPolicy, decidedPage, devicePage, emailCodePage, entryPage, messagePage, signInPage } from './page-html.js';
+import { csrfTokenOf, type SignedInSession, type WebSessions } from './page-session.js';
 import { issuerSettingsOf, SignInFailed, type ApproverSignIn } from './page-sign-in.js';
+import { createHash, randomBytes } from 'node:crypto';
+import { RedirectError, type ClientRequest, type SignInService } from '../signin/service.js';
+import { mayApproveKind } from './device-code.js';
 
 /**
  * The approval page at `verification_uri` (`/device`): a person signs in, sees what is asking
@@ -31,15 +34,21 @@ import { issuerSettingsOf, SignInFailed, type ApproverSignIn } from './page-sign
 export const PAGE_SIGN_IN_LIMIT: RateLimitRule = { name: 'device-page-sign-in-address', by: 'address', limit: 30, windowMs: 60_000 };
 
 export interface ApprovalPageOptions {
-  deployment: Deployment;
-  baseUrl: string | undefined;
   deviceCodes: DeviceCodeService;
   organisations: OrganisationService;
   sessions: WebSessions;
-  /** Self-hosted: the organisation's provider. Cloud: none until Cloud sessions arrive. */
+  /** Self-hosted: the organisation's provider. */
   signIn: ApproverSignIn | undefined;
+  /** Cloud (and only Cloud): the Cloud sign-in flow (any enabled provider, or an emailed code). */
+  cloud?: CloudPageOptions | undefined;
   tenancy: RequestHandler;
   rateLimit: (rule: RateLimitRule) => RequestHandler;
+}
+
+export interface CloudPageOptions {
+  signIn: SignInService;
+  /** Emailed codes typed into the page count on the same counter as `POST /auth/v1/email/verify`. */
+  codeRateLimit: RateLimitRule;
 }
 
 const COOKIE = 'platform_device';
@@ -82,13 +91,14 @@ function runMiddleware(handler: RequestHandler, req: Request, res: Response): Pr
 
 export function approvalPage(options: ApprovalPageOptions): Router {
   const { deviceCodes, organisations, sessions, signIn } = options;
+  const { cloud } = options;
   const router = express.Router();
   const form = express.urlencoded({ extended: false, limit: FORM_BODY_LIMIT, parameterLimit: 10 });
 
-  const secureRequest = (req: Request): boolean =>
-    options.deployment === 'cloud' && options.baseUrl ? options.baseUrl.startsWith('https:') : req.secure;
-  const originOf = (req: Request): string =>
-    options.deployment === 'cloud' && options.baseUrl ? options.baseUrl : `${req.protocol}://${req.host}`;
+  // The trusted origin (src/http/origin.ts): the redirect URI, the same-origin checks and the
+  // cookie's `__Host-`/Secure all follow it.
+  const secureRequest = (req: Request): boolean => requestOrigin(req).scheme === 'https';
+  const originOf = (req: Request): string => requestOrigin(req).origin;
   const cookieName = (req: Request): string => (secureRequest(req) ? SECURE_COOKIE : COOKIE);
 
   function setCookie(req: Request, res: Response, value: string, maxAgeSeconds: number): void {
@@ -146,18 +156,10 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     return organisation;
   }
 
-  /** Cloud has no person sign-in yet; self-hosted needs the organisation's provider settings. */
+  /** Self-hosted: the organisation's provider settings. */
   function requireSignIn(req: Request): { signIn: ApproverSignIn; organisation: OrganisationRecord } {
-    if (!signIn) {
-      throw stop(
-        501,
-        messagePage({
-          title: 'Approve devices in the console',
-          message:
-            'Signing in on this page arrives with Cloud sessions. Until then, approve the code in the console, signed in to your organisation.',
-        }),
-      );
-    }
+    // Self-hosted always has one; Cloud pages take the Cloud handlers below.
+    if (!signIn) throw new Error('the approval page has no sign-in');
     const organisation = tenantOf(req);
     if (!issuerSettingsOf(organisation)) {
       throw stop(
@@ -226,6 +228,24 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     return formatUserCode(code);
   }
 
+  /** Looks the code up (claiming it) for the signed-in person, on the look-up counters. */
+  async function lookUpFor(
+    req: Request,
+    res: Response,
+    current: { secret: string; session: SignedInSession; approver: Approver; signedIn: { name: string; csrf: string } },
+    userCode: string,
+    fromQuery: boolean,
+  ) {
+    await limitLookUps(req, res, current.approver);
+    try {
+      return await deviceCodes.lookUp(userCode, current.approver);
+    } catch (error) {
+      // A remembered code that can no longer be shown is forgotten, so /device asks for another.
+      if (!fromQuery && current.session.userCode) await sessions.forgetUserCode(current.secret, current.session);
+      throw refusal(error, current.signedIn);
+    }
+  }
+
   // GET /device ---------------------------------------------------------------------------------
   async function show(req: Request, res: Response): Promise<void> {
     const { signIn, organisation } = requireSignIn(req);
@@ -239,15 +259,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     }
     const userCode = fromQuery ?? current.session.userCode;
     if (!userCode) return send(res, 200, entryPage({ signedIn: current.signedIn }));
-    await limitLookUps(req, res, current.approver);
-    let device;
-    try {
-      device = await deviceCodes.lookUp(userCode, current.approver);
-    } catch (error) {
-      // A remembered code that can no longer be shown is forgotten, so /device asks for another.
-      if (!fromQuery && current.session.userCode) await sessions.forgetUserCode(current.secret, current.session);
-      throw refusal(error, current.signedIn);
-    }
+    const device = await lookUpFor(req, res, current, userCode, fromQuery !== undefined);
     send(res, 200, devicePage(device, { csrf: current.csrf, signedIn: current.signedIn, organisationName: organisation.name }));
   }
 
@@ -295,8 +307,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
   async function signedInPost(req: Request) {
     requireSameOrigin(req);
     const body = requireFormBody(req);
-    const { organisation } = requireSignIn(req);
-    const current = await currentSession(req, organisation);
+    const current = cloud ? await currentCloudSession(req) : await currentSession(req, requireSignIn(req).organisation);
     if (!current) {
       throw stop(401, messagePage({ title: 'You are signed out', message: 'Your session has ended. Sign in again to continue.', next: 'start-again' }));
     }
@@ -304,7 +315,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     if (!csrf || !safeEqual(csrf, current.csrf)) {
       throw stop(403, messagePage({ title: 'Request refused', message: 'This form is out of date. Open the page again and use its buttons.', next: 'start-again', signedIn: current.signedIn }));
     }
-    return { body, organisation, current };
+    return { body, current };
   }
 
   // POST /device/decision -----------------------------------------------------------------------
@@ -316,14 +327,17 @@ export function approvalPage(options: ApprovalPageOptions): Router {
       throw stop(400, messagePage({ title: 'Request refused', message: 'Choose Approve or Deny on the page.', next: 'enter-code', signedIn: current.signedIn }));
     }
     await limitLookUps(req, res, current.approver);
+    const approver = cloud && decision === 'approve' ? await chosenApprover(current.approver.personId, single(body.organisation), current.signedIn) : current.approver;
     let device;
     try {
-      device = await deviceCodes.decide(userCode, current.approver, decision);
+      device = await deviceCodes.decide(userCode, approver, decision);
     } catch (error) {
       throw refusal(error, current.signedIn);
     } finally {
       if (current.session.userCode) await sessions.forgetUserCode(current.secret, current.session);
     }
+    // limitLookUps named the signed-in person as the request's principal.
+    auditDecision(req.log, req.context.principal, device, decision === 'approve' ? 'approved' : 'denied');
     send(res, 200, decidedPage(device, decision, current.signedIn));
   }
 
@@ -335,17 +349,201 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     res.set({ 'Cache-Control': 'no-store' }).redirect(303, '/device');
   }
 
+
+  // Cloud ---------------------------------------------------------------------------------------
+  // The page is a client of the Cloud sign-in flow (client `device-page`, redirect URI
+  // `<PLATFORM_BASE_URL>/device/callback`): the person signs in with any enabled provider or an
+  // emailed code, and the page redeems the one-time code itself with its PKCE verifier. A device
+  // code belongs to no organisation until approved: the person picks one of theirs where they may
+  // approve this kind of device.
+
+  function requireCloud(): CloudPageOptions {
+    if (!cloud) throw new Error('Cloud page handler on a self-hosted deployment');
+    return cloud;
+  }
+
+  /** The signed-in person of the cookie; they look codes up as the owner of their personal organisation. */
+  async function currentCloudSession(req: Request) {
+    const secret = readCookie(req, cookieName(req));
+    if (!secret) return undefined;
+    const session = await sessions.find(secret, null);
+    if (!session) return undefined;
+    const memberships = await organisations.membershipsOf(session.personId);
+    const personal = memberships.find((entry) => entry.organisation.kind === 'personal');
+    if (!personal) return undefined;
+    const approver: Approver = { personId: session.personId, organisationId: personal.organisation.id, role: personal.role };
+    const signedIn = { name: session.personName, csrf: csrfTokenOf(secret) };
+    return { secret, session, approver, csrf: signedIn.csrf, signedIn, memberships };
+  }
+
+  /** The organisation the person picked on the page, if it is one of theirs. */
+  async function chosenApprover(personId: string, organisationId: string | undefined, signedIn: { name: string; csrf: string }): Promise<Approver> {
+    const membership = organisationId ? await organisations.membershipIn(personId, organisationId) : undefined;
+    if (!membership) {
+      throw stop(400, messagePage({ title: 'Choose an organisation', message: 'Choose one of your organisations for the device.', next: 'enter-code', signedIn }));
+    }
+    return { personId, organisationId: membership.organisation.id, role: membership.role };
+  }
+
+  /** Origins the sign-in forms may send the browser to: the enabled providers' sign-in pages. */
+  async function providerOrigins(signInService: SignInService): Promise<string[]> {
+    const origins: string[] = [];
+    for (const { id } of signInService.providers()) {
+      const provider = signInService.provider(id);
+      if (provider) origins.push(await provider.authorizationOrigin().catch(() => ''));
+    }
+    return [...new Set(origins.filter(Boolean))];
+  }
+
+  async function showCloud(req: Request, res: Response): Promise<void> {
+    const { signIn: signInService } = requireCloud();
+    const current = await currentCloudSession(req);
+    const fromQuery = codeFrom(single(req.query.user_code), current?.signedIn);
+    if (!current) {
+      if (!fromQuery) return send(res, 200, entryPage({}));
+      return send(res, 200, cloudSignInPage({ userCode: fromQuery, providers: signInService.providers() }), await providerOrigins(signInService));
+    }
+    const userCode = fromQuery ?? current.session.userCode;
+    if (!userCode) return send(res, 200, entryPage({ signedIn: current.signedIn }));
+    const device = await lookUpFor(req, res, current, userCode, fromQuery !== undefined);
+    const choices = current.memberships
+      .filter((entry) => mayApproveKind(device.kind, entry.role, entry.organisation.id))
+      .map((entry) => ({ id: entry.organisation.id, name: entry.organisation.kind === 'personal' ? `${entry.organisation.name} (personal)` : entry.organisation.name }));
+    send(res, 200, devicePage(device, { csrf: current.csrf, signedIn: current.signedIn, organisationName: 'the organisation you choose', choices }));
+  }
+
+  /** A new PKCE pair and state for one sign-in of the page. */
+  function pageRequest(signInService: SignInService): { request: ClientRequest; codeVerifier: string; state: string } {
+    const codeVerifier = randomBytes(32).toString('base64url');
+    const state = randomBytes(24).toString('base64url');
+    const codeChallenge = createHash('sha256').update(codeVerifier).digest('base64url');
+    return { request: { client: 'device-page', redirectUri: signInService.devicePageRedirectUri, codeChallenge, state }, codeVerifier, state };
+  }
+
+  async function startCloudSignIn(req: Request, res: Response): Promise<void> {
+    requireSameOrigin(req);
+    const body = requireFormBody(req);
+    const { signIn: signInService } = requireCloud();
+    const userCode = codeFrom(single(body.user_code));
+    const provider = single(body.provider) ?? '';
+    const previous = readCookie(req, cookieName(req));
+    if (previous) await sessions.end(previous);
+    const { request, codeVerifier, state } = pageRequest(signInService);
+    if (provider === 'email') {
+      const email = (single(body.email) ?? '').trim();
+      if (!/^[^\s@]{1,64}@[^\s@]{1,255}$/.test(email)) {
+        throw stop(400, cloudSignInPage({ userCode, providers: signInService.providers(), error: 'That is not an email address.' }));
+      }
+      try {
+        await signInService.startEmail(email, request, undefined);
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 429) throw error;
+        throw stop(400, cloudSignInPage({ userCode, providers: signInService.providers(), error: 'That is not an email address.' }));
+      }
+      const begun = await sessions.beginSignIn(null, state, { codeVerifier, nonce: '', userCode, email });
+      setCookie(req, res, begun.secret, begun.maxAgeSeconds);
+      return send(res, 200, emailCodePage({ email }));
+    }
+    let redirectTo: URL;
+    try {
+      redirectTo = await signInService.startProvider(provider, request, undefined);
+    } catch (error) {
+      if (error instanceof RedirectError) {
+        throw stop(error.code === 'temporarily_unavailable' ? 502 : 400, messagePage({ title: 'Sign-in is not available', message: `${capitalise(error.message)}.`, next: 'start-again' }));
+      }
+      throw error;
+    }
+    const begun = await sessions.beginSignIn(null, state, { codeVerifier, nonce: '', userCode });
+    setCookie(req, res, begun.secret, begun.maxAgeSeconds);
+    res.set({ 'Cache-Control': 'no-store', 'Referrer-Policy': 'strict-origin' }).redirect(303, redirectTo.href);
+  }
+
+  /** The one-time code of a finished sign-in, redeemed by the page: a session for the person. */
+  async function signedInAs(req: Request, res: Response, oneTimeCode: string, pending: { codeVerifier: string; userCode: string | undefined }): Promise<void> {
+    const { signIn: signInService } = requireCloud();
+    const personId = await signInService.redeemForPage({ code: oneTimeCode, codeVerifier: pending.codeVerifier, redirectUri: signInService.devicePageRedirectUri });
+    const person = await organisations.findPerson(personId);
+    if (!person) throw stop(400, messagePage({ title: 'Sign-in could not be completed', message: 'This account no longer exists.', next: 'start-again' }));
+    const session = await sessions.create(null, personId, { personName: person.name, userCode: pending.userCode });
+    res.removeHeader('Set-Cookie');
+    setCookie(req, res, session.secret, session.maxAgeSeconds);
+    res.set({ 'Cache-Control': 'no-store', 'Referrer-Policy': 'strict-origin' }).redirect(303, '/device');
+  }
+
+  const signInLost = () =>
+    stop(
+      400,
+      messagePage({
+        title: 'Sign-in could not be completed',
+        message: 'This sign-in was not started in this browser, took too long, or was already used. Start again.',
+        next: 'start-again',
+      }),
+    );
+
+  async function finishCloudSignIn(req: Request, res: Response): Promise<void> {
+    const secret = readCookie(req, cookieName(req));
+    const state = single(req.query.state);
+    const pending = secret && state ? await sessions.consumeSignIn(secret, null, state) : undefined;
+    if (!pending) throw signInLost();
+    clearCookie(req, res);
+    const error = single(req.query.error);
+    const code = single(req.query.code);
+    if (error !== undefined || code === undefined) {
+      const cancelled = error === 'access_denied';
+      throw stop(cancelled ? 403 : 502, messagePage({ title: 'Sign-in failed', message: cancelled ? 'Sign-in was cancelled or refused at the provider.' : 'The provider did not sign you in. Start again.', next: 'start-again' }));
+    }
+    await signedInAs(req, res, code, pending);
+  }
+
+  async function verifyCloudCode(req: Request, res: Response): Promise<void> {
+    requireSameOrigin(req);
+    const body = requireFormBody(req);
+    const { signIn: signInService } = requireCloud();
+    const secret = readCookie(req, cookieName(req));
+    const pending = secret ? await sessions.pendingSignIn(secret) : undefined;
+    if (!secret || !pending?.email) throw signInLost();
+    const digits = (single(body.code) ?? '').replace(/\s/g, '');
+    let verified;
+    try {
+      verified = await signInService.verifyEmail(pending.email, digits);
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'invalid_code') {
+        throw stop(400, emailCodePage({ email: pending.email, error: 'That code is wrong or has expired. Try again, or start again for a new code.' }));
+      }
+      throw error;
+    }
+    const consumed = await sessions.consumeSignIn(secret, null, verified.state);
+    if (!consumed) throw signInLost();
+    clearCookie(req, res);
+    await signedInAs(req, res, verified.code, consumed);
+  }
+
   const page =
     (handler: (req: Request, res: Response) => Promise<void>): RequestHandler =>
     (req, res, next) => {
       handler(req, res).catch(next);
     };
 
-  router.get('/device', options.tenancy, page(show));
-  router.post('/device/sign-in', options.rateLimit(PAGE_SIGN_IN_LIMIT), options.tenancy, form, page(startSignIn));
-  router.get('/device/callback', options.tenancy, page(finishSignIn));
+  router.get('/device', options.tenancy, page(cloud ? showCloud : show));
+  router.post('/device/sign-in', options.rateLimit(PAGE_SIGN_IN_LIMIT), options.tenancy, form, page(cloud ? startCloudSignIn : startSignIn));
+  router.get('/device/callback', options.tenancy, page(cloud ? finishCloudSignIn : finishSignIn));
+  if (cloud) router.post('/device/email-code', options.rateLimit(cloud.codeRateLimit), form, page(verifyCloudCode));
   router.post('/device/decision', options.tenancy, form, page(decide));
   router.post('/device/sign-out', options.tenancy, form, page(signOut));
+  // Any other method on a page's address: 405 with what it takes (RFC 9110 15.5.6).
+  const PAGE_METHODS: Record<string, string> = {
+    '/device': 'GET, HEAD',
+    '/device/sign-in': 'POST',
+    '/device/callback': 'GET, HEAD',
+    '/device/decision': 'POST',
+    '/device/sign-out': 'POST',
+  };
+  for (const [path, allow] of Object.entries(PAGE_METHODS)) {
+    router.all(path, (_req: Request, res: Response) => {
+      res.set('Allow', allow);
+      send(res, 405, messagePage({ title: 'Request refused', message: 'This address does not take this kind of request.', next: 'start-again' }));
+    });
+  }
   router.use('/device', pageErrors(send));
   return router;
 }
@@ -365,23 +563,18 @@ function pageErrors(send: Send) {
       const title = error.status === 502 ? 'Sign-in is not available' : 'Sign-in failed';
       return send(res, error.status, messagePage({ title, message: `${capitalise(error.message)}.`, next: 'start-again' }));
     }
-    if (error instanceof ApiError) {
-      if (error.code === 'unknown_tenant') {
+    // The API's refusals, and any error carrying a 4xx status (a form that cannot be read).
+    const refused = clientErrorOf(error);
+    if (refused) {
+      if (refused.code === 'unknown_tenant') {
         return send(res, 404, messagePage({ title: 'Nothing here', message: 'No organisation is served at this address.' }));
       }
-      res.set(error.headers);
-      if (error.status === 429) {
-        return send(res, 429, messagePage({ title: 'Too many attempts', message: `Too many codes were tried. ${capitalise(error.message.replace(/^too many requests; /, ''))}.` }));
+      res.set(refused.headers);
+      if (refused.status === 429) {
+        return send(res, 429, messagePage({ title: 'Too many attempts', message: `Too many codes were tried. ${capitalise(refused.message.replace(/^too many requests; /, ''))}.` }));
       }
-      if (error.status === 413) return send(res, 413, messagePage({ title: 'Request refused', message: 'The form was too large.', next: 'start-again' }));
-      if (error.status < 500) return send(res, error.status, messagePage({ title: 'Request refused', message: `${capitalise(error.message)}.`, next: 'start-again' }));
-    }
-    const parserError = error as { type?: string; status?: number };
-    if (parserError?.type === 'entity.too.large' || parserError?.type === 'parameters.too.many') {
-      return send(res, 413, messagePage({ title: 'Request refused', message: 'The form was too large.', next: 'start-again' }));
-    }
-    if (typeof parserError?.status === 'number' && parserError.status >= 400 && parserError.status < 500) {
-      return send(res, 400, messagePage({ title: 'Request refused', message: 'The form could not be read.', next: 'start-again' }));
+      if (refused.status === 413) return send(res, 413, messagePage({ title: 'Request refused', message: 'The form was too large.', next: 'start-again' }));
+      return send(res, refused.status, messagePage({ title: 'Request refused', message: `${capitalise(refused.message)}.`, next: 'start-again' }));
     }
     req.log?.error({ err: error, requestId: req.context?.requestId }, 'approval page failed');
     send(res, 500, messagePage({ title: 'Something went wrong', message: 'Something went wrong on our side. Please try again.', requestId: req.context?.requestId }));

@@ -30,7 +30,25 @@ export interface DeviceRecord {
 
 export type DeviceTokenKind = 'access' | 'refresh';
 
-export interface DeviceTokenRecord {
+/** A token of a rotating pair (device tokens, Cloud session tokens): what the refresh grace needs. */
+export interface RotatingTokenFields {
+  id: string;
+  kind: 'access' | 'refresh';
+  tokenHash: string;
+  /** The refresh token this pair was issued with (both tokens of a pair share it). */
+  pairId: string;
+  expiresAt: Date;
+  createdAt: Date;
+  /** Refresh tokens: when exchanged; a second exchange after the grace ends everything. */
+  usedAt: Date | null;
+  /** Refresh tokens: the pair that replaced this one, sealed with a key only the holder of this
+   * refresh token can derive; kept for the concurrent-refresh grace only (auth/refresh-grace.ts). */
+  graceSealed: string | null;
+  graceUntil: Date | null;
+  revokedAt: Date | null;
+}
+
+export interface DeviceTokenRecord extends RotatingTokenFields {
   id: string;
   deviceId: string;
   kind: DeviceTokenKind;
@@ -128,21 +146,26 @@ export const DeviceEntity = new EntitySchema<DeviceRecord>({
   ],
 });
 
+/** The columns of a rotating token's row, the same for devices and Cloud sessions. */
+export const rotatingTokenColumns = {
+  kind: { type: 'varchar', length: 10 },
+  tokenHash: hash('token_hash'),
+  pairId: ref('pair_id'),
+  expiresAt: when('expires_at'),
+  createdAt: when('created_at'),
+  usedAt: optionalWhen('used_at'),
+  graceSealed: { type: 'text', name: 'grace_sealed', nullable: true, default: null },
+  graceUntil: optionalWhen('grace_until'),
+  revokedAt: optionalWhen('revoked_at'),
+} as const;
+
 export const DeviceTokenEntity = new EntitySchema<DeviceTokenRecord>({
   name: 'DeviceToken',
   tableName: 'device_tokens',
   columns: {
     id,
     deviceId: ref('device_id'),
-    kind: { type: 'varchar', length: 10 },
-    tokenHash: hash('token_hash'),
-    pairId: ref('pair_id'),
-    expiresAt: when('expires_at'),
-    createdAt: when('created_at'),
-    usedAt: optionalWhen('used_at'),
-    graceSealed: { type: 'text', name: 'grace_sealed', nullable: true, default: null },
-    graceUntil: optionalWhen('grace_until'),
-    revokedAt: optionalWhen('revoked_at'),
+    ...rotatingTokenColumns,
   },
   indices: [
     { name: 'device_tokens_hash', columns: ['tokenHash'], unique: true },

@@ -17,6 +17,8 @@ export const DEVICE_JOIN_RATE_LIMIT: RateLimitRule = { name: 'device-join-addres
 /** Fields beyond those of spec 2.11 are accepted but not kept; this bounds what a node may send. */
 export const MANIFEST_MAX_BYTES = 16 * 1024;
 const MANIFEST_MAX_PROPERTIES = 64;
+/** A join body is a key, a name and a small manifest: tighter JSON limits than other bodies. */
+const JOIN_JSON_LIMITS = { maxDepth: 16, maxKeys: 1_000, maxStringLength: MANIFEST_MAX_BYTES } as const;
 
 /** RFC 7638 SHA-256 thumbprint, base64url without padding: 32 bytes are 43 characters. */
 const JWK_THUMBPRINT = '^[A-Za-z0-9_-]{43}$';
@@ -81,15 +83,14 @@ export function joinRoutes(options: { joinKeys: JoinKeyService; dpop: DpopVerifi
       tenant: true,
       auth: 'public',
       rateLimits: [DEVICE_JOIN_RATE_LIMIT],
+      jsonLimits: JOIN_JSON_LIMITS,
       headers: dpopProofHeader('required with `dpop_jkt`; without it, a proof binds the tokens to its key'),
       schemas: { body: joinRequestSchema },
       responses: {
         200: { description: 'The node is enrolled: its tokens.', schema: tokenAnswerSchema, headers: noStoreHeader },
-        400: oauthErrorAnswer(
-          ['invalid_grant', 'invalid_dpop_proof', 'use_dpop_nonce', 'invalid_request'],
-          'OAuth error: `invalid_grant`, `invalid_dpop_proof`, `use_dpop_nonce` (with a `DPoP-Nonce` header) or `invalid_request`.',
-        ),
+        400: oauthErrorAnswer('a key that cannot enrol (unknown, used, expired, revoked, another organisation\'s, or its creator may no longer enrol nodes), a missing or wrong proof, a malformed body or manifest.'),
       },
+      errors: { 400: ['invalid_grant', 'invalid_dpop_proof', 'use_dpop_nonce', 'invalid_request'] },
       handler: async ({ body, req, tenant }) => {
         if (Buffer.byteLength(JSON.stringify(body.manifest), 'utf8') > MANIFEST_MAX_BYTES) {
           throw invalidRequest(`body.manifest must be at most ${MANIFEST_MAX_BYTES} bytes`, { field: 'body.manifest' });

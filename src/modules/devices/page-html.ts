@@ -53,6 +53,7 @@ form { margin: 0 0 1rem; }
 .actions { display: flex; gap: .75rem; flex-wrap: wrap; }
 .actions form { margin: 0; }
 label { display: block; margin: 0 0 .35rem; }
+input[type=email], select { font: inherit; padding: .5rem .6rem; border: 1px solid var(--line); border-radius: 6px; min-width: 16rem; }
 input[type=text] { font: 600 1.25rem ui-monospace, Menlo, monospace; letter-spacing: .08em; padding: .5rem .6rem; width: 12ch; text-transform: uppercase; border: 1px solid var(--line); border-radius: 6px; }
 button { font: inherit; padding: .55rem 1.2rem; border-radius: 6px; border: 1px solid var(--line); background: transparent; color: inherit; cursor: pointer; }
 button.primary { background: var(--accent); border-color: var(--accent); color: #fff; }
@@ -145,10 +146,58 @@ ${options.userCode ? html`<input type="hidden" name="user_code" value="${options
   });
 }
 
+/** Cloud: sign in with any enabled provider, or have a code mailed. */
+export function cloudSignInPage(options: { userCode: string | undefined; providers: readonly { id: string; label: string }[]; error?: string | undefined }): string {
+  const hidden = options.userCode ? html`<input type="hidden" name="user_code" value="${options.userCode}">` : undefined;
+  const buttons = options.providers
+    .filter((provider) => provider.id !== 'email')
+    .map(
+      (provider) =>
+        html`<form method="post" action="/device/sign-in">${hidden}<input type="hidden" name="provider" value="${provider.id}"><button type="submit" class="primary">Continue with ${provider.label}</button></form>`,
+    );
+  return page({
+    title: 'Sign in to connect a device',
+    body: html`<h1>Sign in to connect a device</h1>
+${options.userCode ? html`<p>A device showing this code is asking to join one of your organisations:</p><p class="code">${options.userCode}</p>` : undefined}
+<p>Sign in to see what is asking and to approve or deny it.</p>
+${options.error ? html`<p class="error" id="email-error">${options.error}</p>` : undefined}
+<div class="actions">${buttons}</div>
+<form method="post" action="/device/sign-in">${hidden}<input type="hidden" name="provider" value="email">
+<label for="email">Or get a code by email</label>
+<p><input type="email" id="email" name="email" autocomplete="email" maxlength="320" required></p>
+<p><button type="submit">Email me a code</button></p>
+</form>`,
+  });
+}
+
+/** Cloud: type the six digits the mail carries. */
+export function emailCodePage(options: { email: string; error?: string | undefined }): string {
+  return page({
+    title: 'Enter your code',
+    body: html`<h1>Enter your code</h1>
+<p>We sent a six-digit code to <strong>${options.email}</strong>. It works for 10 minutes.</p>
+${options.error ? html`<p class="error" id="code-error">${options.error}</p>` : undefined}
+<form method="post" action="/device/email-code">
+<label for="code">Code</label>
+<p><input type="text" id="code" name="code" inputmode="numeric" autocomplete="one-time-code" maxlength="10" required></p>
+<p><button type="submit" class="primary">Sign in</button></p>
+</form>
+<p><a href="/device">Start again</a></p>`,
+  });
+}
+
 const KIND_LABELS: Record<string, string> = { workbench: 'Workbench', node: 'Node (headless machine)' };
 
-export function devicePage(device: PendingDevice, options: { csrf: string; signedIn: NonNullable<Layout['signedIn']>; organisationName: string }): string {
+export function devicePage(
+  device: PendingDevice,
+  options: { csrf: string; signedIn: NonNullable<Layout['signedIn']>; organisationName: string; choices?: readonly { id: string; name: string }[] | undefined },
+): string {
   const hidden = html`<input type="hidden" name="csrf" value="${options.csrf}"><input type="hidden" name="user_code" value="${device.userCode}">`;
+  // Cloud: the organisation the device joins, among those where the person may approve it.
+  const chooser = options.choices
+    ? html`<label for="organisation">Organisation</label>
+<p><select id="organisation" name="organisation">${options.choices.map((choice) => html`<option value="${choice.id}">${choice.name}</option>`)}</select></p>`
+    : undefined;
   return page({
     title: 'Approve this device?',
     signedIn: options.signedIn,
@@ -167,7 +216,7 @@ export function devicePage(device: PendingDevice, options: { csrf: string; signe
 </dl>
 <p>Approving lets this device act in ${options.organisationName} on your behalf.</p>
 <div class="actions">
-<form method="post" action="/device/decision">${hidden}<input type="hidden" name="decision" value="approve"><button type="submit" class="primary">Approve</button></form>
+<form method="post" action="/device/decision">${hidden}${chooser}<input type="hidden" name="decision" value="approve"><button type="submit" class="primary">Approve</button></form>
 <form method="post" action="/device/decision">${hidden}<input type="hidden" name="decision" value="deny"><button type="submit" class="danger">Deny</button></form>
 </div>`,
   });

@@ -1,6 +1,7 @@
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { EntitySchema, LessThan, type DataSource } from 'typeorm';
 import type { Clock } from '../../util/clock.js';
+import { sealJson, unsealJson } from '../../util/seal.js';
 import { hashSecret, newSecret } from '../../util/secrets.js';
 
 /**
@@ -23,7 +24,9 @@ export type WebSessionStage = 'signing_in' | 'signed_in';
 export interface WebSessionRecord {
   /** SHA-256 (hex) of the cookie secret; the secret itself is never stored. */
   idHash: string;
-  organisationId: string;
+  /** Self-hosted: the organisation at whose host the page was opened. Cloud: none (the person
+   * chooses the organisation when approving). */
+  organisationId: string | null;
   stage: WebSessionStage;
   /** The signed-in person (`signed_in` only). */
   personId: string | null;
@@ -42,7 +45,7 @@ export const WebSessionEntity = new EntitySchema<WebSessionRecord>({
   tableName: 'web_sessions',
   columns: {
     idHash: { type: 'varchar', length: 64, primary: true, name: 'id_hash' },
-    organisationId: { type: 'varchar', length: 40, name: 'organisation_id' },
+    organisationId: { type: 'varchar', length: 40, name: 'organisation_id', nullable: true, default: null },
     stage: { type: 'varchar', length: 20 },
     personId: { type: 'varchar', length: 40, name: 'person_id', nullable: true, default: null },
     stateHash: { type: 'varchar', length: 64, name: 'state_hash', nullable: true, default: null },
@@ -70,10 +73,13 @@ export interface PendingSignIn {
   nonce: string;
   /** The user code the person came to approve, if any: shown again after sign-in. */
   userCode: string | undefined;
+  /** Cloud, emailed code: the address the code was sent to. */
+  email?: string | undefined;
 }
 
 export interface SignedInSession {
-  organisationId: string;
+  /** Self-hosted: the organisation of the host; Cloud: none (chosen when approving). */
+  organisationId: string | null;
   personId: string;
   personName: string;
   /** The code being approved in this session (kept out of URLs after sign-in). */
@@ -90,27 +96,9 @@ export interface WebSessionLifetimes {
 
 export const DEFAULT_WEB_SESSION_LIFETIMES: WebSessionLifetimes = { signInTtlSeconds: 600, sessionTtlSeconds: 900 };
 
-function sealKey(secret: string, idHash: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', secret, idHash, 'platform device page session v1', 32));
-}
-
-function seal(data: unknown, secret: string, idHash: string): string {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', sealKey(secret, idHash), iv);
-  const body = Buffer.concat([cipher.update(JSON.stringify(data), 'utf8'), cipher.final()]);
-  return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
-}
-
-function unseal<T>(sealed: string, secret: string, idHash: string): T | undefined {
-  try {
-    const raw = Buffer.from(sealed, 'base64url');
-    const decipher = createDecipheriv('aes-256-gcm', sealKey(secret, idHash), raw.subarray(0, 12));
-    decipher.setAuthTag(raw.subarray(12, 28));
-    return JSON.parse(Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8')) as T;
-  } catch {
-    return undefined;
-  }
-}
+const PAGE = 'platform device page session v1';
+const seal = (data: unknown, secret: string, idHash: string): string => sealJson(data, secret, idHash, PAGE);
+const unseal = <T>(sealed: string, secret: string, idHash: string): T | undefined => unsealJson<T>(sealed, secret, idHash, PAGE);
 
 /**
  * The synchronizer token of a session's forms: an HMAC of a fixed label under the session
@@ -138,7 +126,7 @@ export class WebSessions {
     return this.dataSource.getRepository(WebSessionEntity);
   }
 
-  private async live(secret: string, organisationId: string, stage: WebSessionStage): Promise<WebSessionRecord | undefined> {
+  private async live(secret: string, organisationId: string | null, stage: WebSessionStage): Promise<WebSessionRecord | undefined> {
     if (!secret.startsWith(WEB_SESSION_PREFIX) || secret.length > 100) return undefined;
     const record = await this.repository.findOneBy({ idHash: hashSecret(secret) });
     if (!record || record.stage !== stage || record.organisationId !== organisationId) return undefined;
@@ -147,7 +135,7 @@ export class WebSessions {
   }
 
   /** A new sign-in in progress; answers the cookie secret that names it. */
-  async beginSignIn(organisationId: string, state: string, pending: PendingSignIn): Promise<{ secret: string; maxAgeSeconds: number }> {
+  async beginSignIn(organisationId: string | null, state: string, pending: PendingSignIn): Promise<{ secret: string; maxAgeSeconds: number }> {
     const now = this.clock.now();
     // Abandoned sign-ins and old sessions go on the way: nothing else reads them.
     await this.repository.delete({ expiresAt: LessThan(now) });
@@ -171,7 +159,7 @@ export class WebSessions {
    * started with. Single use: of two callbacks with the same cookie only one gets anything, and
    * a failed exchange afterwards means starting again.
    */
-  async consumeSignIn(secret: string, organisationId: string, state: string): Promise<PendingSignIn | undefined> {
+  async consumeSignIn(secret: string, organisationId: string | null, state: string): Promise<PendingSignIn | undefined> {
     const record = await this.live(secret, organisationId, 'signing_in');
     if (!record || record.stateHash === null) return undefined;
     const result = await this.repository.delete({ idHash: record.idHash, stage: 'signing_in' });
@@ -181,8 +169,14 @@ export class WebSessions {
     return unseal<PendingSignIn>(record.sealed, secret, record.idHash);
   }
 
+  /** What a sign-in in progress remembers, without ending it (an emailed code may be mistyped). */
+  async pendingSignIn(secret: string): Promise<PendingSignIn | undefined> {
+    const record = await this.live(secret, null, 'signing_in');
+    return record ? unseal<PendingSignIn>(record.sealed, secret, record.idHash) : undefined;
+  }
+
   /** A signed-in session for the person; answers the new cookie secret. */
-  async create(organisationId: string, personId: string, data: { personName: string; userCode: string | undefined }): Promise<{ secret: string; maxAgeSeconds: number }> {
+  async create(organisationId: string | null, personId: string, data: { personName: string; userCode: string | undefined }): Promise<{ secret: string; maxAgeSeconds: number }> {
     const now = this.clock.now();
     const secret = newSecret(WEB_SESSION_PREFIX);
     const idHash = hashSecret(secret);
@@ -200,7 +194,7 @@ export class WebSessions {
     return { secret, maxAgeSeconds: this.lifetimes.sessionTtlSeconds };
   }
 
-  async find(secret: string, organisationId: string): Promise<SignedInSession | undefined> {
+  async find(secret: string, organisationId: string | null): Promise<SignedInSession | undefined> {
     const record = await this.live(secret, organisationId, 'signed_in');
     if (!record || record.personId === null) return undefined;
     const data = unseal<SignedInData>(record.sealed, secret, record.idHash);

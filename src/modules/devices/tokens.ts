@@ -1,5 +1,5 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
+import { pairWithinGrace, sealPair } from '../../auth/refresh-grace.js';
 import { ApiError } from '../../http/errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
@@ -35,30 +35,6 @@ export interface TokenLifetimes {
 
 /** OAuth token-endpoint refusal (RFC 6749 5.2): 400 with `error` and `error_description`. */
 export const invalidGrant = (message: string): ApiError => new ApiError(400, 'invalid_grant', message, { oauth: true });
-
-// The replacement pair is sealed with a key only the holder of the old refresh token can derive.
-function sealKey(refreshToken: string, rowId: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', refreshToken, rowId, 'platform refresh grace v1', 32));
-}
-
-function seal(pair: TokenAnswer, refreshToken: string, rowId: string): string {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', sealKey(refreshToken, rowId), iv);
-  const body = Buffer.concat([cipher.update(JSON.stringify(pair), 'utf8'), cipher.final()]);
-  return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
-}
-
-function unseal(sealed: string, refreshToken: string, rowId: string): TokenAnswer | undefined {
-  try {
-    const raw = Buffer.from(sealed, 'base64url');
-    const decipher = createDecipheriv('aes-256-gcm', sealKey(refreshToken, rowId), raw.subarray(0, 12));
-    decipher.setAuthTag(raw.subarray(12, 28));
-    const text = Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
-    return JSON.parse(text) as TokenAnswer;
-  } catch {
-    return undefined;
-  }
-}
 
 export class DeviceTokenService {
   private readonly store: DeviceStore;
@@ -137,7 +113,7 @@ export class DeviceTokenService {
     if (token.usedAt === null) {
       const { answer, rows } = this.newPair(device);
       const graceUntil = this.lifetimes.refreshGraceSeconds > 0 ? new Date(now.getTime() + this.lifetimes.refreshGraceSeconds * 1000) : null;
-      const sealed = graceUntil ? seal(answer, refreshToken, token.id) : null;
+      const sealed = graceUntil ? sealPair(answer, refreshToken, token.id) : null;
       const won = await this.dataSource.transaction(async (manager) => {
         const store = this.store.withManager(manager);
         if (!(await store.markRefreshUsed(token.id, now, sealed, graceUntil))) return false;
@@ -153,18 +129,16 @@ export class DeviceTokenService {
 
   private async replayOfUsedToken(refreshToken: string, tokenId: string, deviceId: string, now: Date): Promise<TokenAnswer> {
     const token = await this.store.findToken(tokenId);
-    // Revoking erases the sealed copy, so a sealed copy means the device's tokens still stand.
-    if (token?.graceSealed && token.graceUntil && token.usedAt && token.graceUntil.getTime() > now.getTime() && !token.revokedAt) {
-      const pair = unseal(token.graceSealed, refreshToken, token.id);
-      // The pair was issued when the token was marked used; what is left of its access lifetime.
-      const remaining = pair ? pair.expires_in - Math.ceil((now.getTime() - token.usedAt.getTime()) / 1000) : 0;
-      const replacement = pair ? await this.store.findTokenWithDevice(hashSecret(pair.refresh_token)) : null;
-      // The same pair, unless the device has moved on from it (refreshed it, or lost it). No row
-      // yet means the exchange that sealed it is still writing it: on SQLite every query shares
-      // one connection, so this read can land between the two statements of its transaction.
-      const movedOn = replacement !== null && (replacement.token.usedAt !== null || replacement.token.revokedAt !== null);
-      if (pair && remaining > 0 && !movedOn) return { ...pair, expires_in: remaining };
-    }
+    const pair = token
+      ? await pairWithinGrace<TokenAnswer>(token, refreshToken, now, async (candidate) => {
+          const replacement = await this.store.findTokenWithDevice(hashSecret(candidate.refresh_token));
+          // No row yet means the exchange that sealed it is still writing it: on SQLite every
+          // query shares one connection, so this read can land between the two statements of
+          // its transaction.
+          return replacement !== null && (replacement.token.usedAt !== null || replacement.token.revokedAt !== null);
+        })
+      : undefined;
+    if (pair) return pair;
     await this.store.revokeTokensOfDevice(deviceId, now);
     throw invalidGrant('the refresh token was already used; every token of this device has been revoked');
   }

@@ -1,5 +1,6 @@
 import type { DataSource, SelectQueryBuilder } from 'typeorm';
 import { invalidRequest } from '../../http/errors.js';
+import { withinJsonBounds, type JsonLimits } from '../../http/json-bounds.js';
 import type { IngestAuditRecord, IngestEventRecord, IngestTaskRecord } from './entities.js';
 import { dialectOf, instant, sqlTime } from './store.js';
 
@@ -35,20 +36,30 @@ export function decodeCursor(cursor: string): string {
   return match[1] as string;
 }
 
-/** A stored JSON object; a row that cannot be read back shows as such rather than failing the page. */
-const json = (text: string | null): Record<string, unknown> | undefined => {
+/**
+ * A stored JSON object. A row that cannot be read back (not JSON, not an object, or nested or
+ * sized beyond the limits it was stored under, checked before the answer is serialised) shows
+ * as such rather than failing the page.
+ */
+function json(text: string | null, limits: JsonLimits): Record<string, unknown> | undefined {
   if (text === null) return undefined;
   try {
-    return JSON.parse(text) as Record<string, unknown>;
+    const value: unknown = JSON.parse(text);
+    if (value !== null && typeof value === 'object' && !Array.isArray(value) && withinJsonBounds(value, limits)) return value as Record<string, unknown>;
   } catch {
-    return { unreadable: true };
+    // Falls through to the marker below.
   }
-};
+  return { unreadable: true };
+}
 const iso = (value: Date | string | null): string | undefined =>
   value === null ? undefined : (value instanceof Date ? value : new Date(`${value.replace(' ', 'T')}Z`)).toISOString();
 
 export class IngestReader {
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    /** The limits stored `data` and `details` were accepted under (JSON_MAX_DEPTH, INGEST_MAX_KEYS, INGEST_MAX_STRING_LENGTH). */
+    private readonly storedLimits: JsonLimits,
+  ) {}
 
   private page<T extends { rowId: string }>(
     entity: string,
@@ -89,7 +100,7 @@ export class IngestReader {
       id: row.eventId,
       at: iso(row.at) as string,
       kind: row.kind,
-      data: json(row.data) ?? {},
+      data: json(row.data, this.storedLimits) ?? {},
       receivedAt: iso(row.receivedAt) as string,
     }));
   }
@@ -105,7 +116,7 @@ export class IngestReader {
       action: row.action,
       ...(row.target !== null ? { target: row.target } : {}),
       ...(row.label !== null ? { label: row.label } : {}),
-      ...(row.details !== null ? { details: json(row.details) } : {}),
+      ...(row.details !== null ? { details: json(row.details, this.storedLimits) } : {}),
       receivedAt: iso(row.receivedAt) as string,
     }));
   }

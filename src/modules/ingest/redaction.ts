@@ -1,3 +1,4 @@
+import { isMemoryRead as builtInMemoryReads, type MemoryReadRule } from '../../../policies/memory-reads.js';
 import { isMarker, keyRuleFor, marker, MAX_DEPTH, MIN_TEXT_LENGTH, TEXT_RULES, type KeyRule, type TextRule } from './redaction-rules.js';
 
 /**
@@ -40,15 +41,18 @@ export function redact<T>(value: T): RedactionResult<T> {
 }
 
 /**
- * Memory reads are audited by label, never by content (spec 4.7). Their `details` and every field
- * named in `contentFields` are dropped (not counted: dropping is policy, not a found credential).
- * Every other item keeps all its fields, with `details` and the content fields redacted.
- * In both cases `label` is redacted and never dropped, and the remaining fields (`action`, ids,
- * timestamps, actor: identifiers the store keys on) are kept exactly as received.
+ * Memory reads are audited by label, never by content (spec 4.7). Which actions are memory reads
+ * is the rule of `policies/memory-reads.ts`, with the organisation's settings (`isMemoryRead`).
+ * Their `details` and every field named in `contentFields` are dropped (not counted: dropping is
+ * policy, not a found credential). Every other item keeps all its fields, with `details` and the
+ * content fields redacted. In both cases `label` is redacted and never dropped, and the remaining
+ * fields (`action`, ids, timestamps, actor: identifiers the store keys on) are kept exactly as
+ * received.
  */
 export function redactAuditItem<T extends { action: string; label?: string; details?: unknown; [k: string]: unknown }>(
   item: T,
   contentFields: readonly string[],
+  isMemoryRead: MemoryReadRule = builtInMemoryReads,
 ): RedactionResult<T> {
   const findings = new Findings();
   const memoryRead = isMemoryRead(item.action);
@@ -60,51 +64,6 @@ export function redactAuditItem<T extends { action: string; label?: string; deta
     entries.push([key, redacted ? walk(value, keyRuleFor(key), 1, new Set(), findings) : value]);
   }
   return findings.result(Object.fromEntries(entries));
-}
-
-// Resource and verb of an action name: `memory.read`, `memory_search`, `memory:get`, `memoryRead`,
-// `workbench.memory.read`, and verb first, `read_memory`, `search_memories` (tool-call style).
-const MEMORY_RESOURCES = new Set(['memory', 'memories']);
-const MEMORY_READ_VERBS = new Set([
-  'read',
-  'get',
-  'search',
-  'query',
-  'list',
-  'recall',
-  'retrieve',
-  'fetch',
-  'lookup',
-  'find',
-  'load',
-  'view',
-]);
-
-/** Words that make an action change memory rather than read it. */
-const MEMORY_WRITE_VERBS = new Set(['write', 'delete', 'update', 'store', 'save', 'create', 'remove', 'put', 'set', 'insert', 'forget', 'clear', 'add', 'upsert']);
-
-/**
- * Whether an audit action reads a workbench's memory. The action is split into words at `.`, `_`,
- * `-`, `:`, `/`, spaces and lower-to-upper case changes; it is a memory read when one word is
- * `memory`/`memories`, another is a read verb, and none is a write verb, wherever they stand
- * (`memory.read`, `read_memory`, `memory.semantic_search`, `memories.vector.search`,
- * `memory.entries.read`, and `memory.read.failed`: a failed read can still carry the query).
- * `memory.write`, `memory.delete`, `memory.update` and `memory.write.read_only` are not reads and
- * are redacted like any other item. Erring towards "read" only drops content, never keeps it.
- */
-export function isMemoryRead(action: string): boolean {
-  if (typeof action !== 'string') return false;
-  const words = action
-    .trim()
-    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
-    .toLowerCase()
-    .split(/[\s._:/-]+/)
-    .filter((word) => word !== '');
-  return (
-    words.some((word) => MEMORY_RESOURCES.has(word)) &&
-    words.some((word) => MEMORY_READ_VERBS.has(word)) &&
-    !words.some((word) => MEMORY_WRITE_VERBS.has(word))
-  );
 }
 
 function walk(value: unknown, keyRule: KeyRule | undefined, depth: number, path: Set<object>, findings: Findings): unknown {

@@ -10,6 +10,10 @@ import type { IngestEnvelope, IngestService } from './service.js';
 export interface IngestLimits {
   maxBytes: number;
   maxItems: number;
+  /** INGEST_MAX_KEYS: an envelope legitimately holds thousands of items of several keys each. */
+  maxJsonKeys: number;
+  /** INGEST_MAX_STRING_LENGTH: an agent's answer or a command's output may be long. */
+  maxStringLength: number;
 }
 
 /** Checked before the envelope's items are validated, so the first refusal is the clearest. */
@@ -17,7 +21,9 @@ function precheckEnvelope(body: unknown, limits: IngestLimits): void {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalidRequest('the body must be an ingest envelope object', { field: 'body' });
   const envelope = body as Record<string, unknown>;
   if (envelope.schemaVersion !== undefined && envelope.schemaVersion !== 1) {
-    throw new ApiError(400, 'unsupported_schema_version', `schemaVersion ${JSON.stringify(envelope.schemaVersion)} is not supported; this service accepts schemaVersion 1`, {
+    // Named only when it is a plain number: the value may be anything, nested to any depth.
+    const shown = typeof envelope.schemaVersion === 'number' ? ` ${envelope.schemaVersion}` : '';
+    throw new ApiError(400, 'unsupported_schema_version', `schemaVersion${shown} is not supported; this service accepts schemaVersion 1`, {
       extra: { field: 'body.schemaVersion', supported: [1] },
     });
   }
@@ -175,16 +181,18 @@ export function ingestRoutes(service: IngestService, reader: IngestReader, limit
       summary: 'Upload events, usage, audit records and tasks',
       description:
         'Stored in one transaction, all or nothing. Items are identified (events by `seq` per device and workspace; usage, audit and tasks by `id` per device), so a retry stores nothing twice and answers zero counts with the same cursors. ' +
-        'Credentials in event `data` and audit `details`/`label` are replaced by `[REDACTED:<kind>]` before storage; a memory read keeps only its label. ' +
-        'Refusals: 400 `invalid_request` naming the list and index of a bad item (nothing is stored), 400 `unsupported_schema_version`, 404 `not_found` (project not in your organisation), 413 (body over INGEST_MAX_BYTES or more than INGEST_MAX_ITEMS items).',
+        'Credentials in event `data` and audit `details`/`label` are replaced by `[REDACTED:<kind>]` before storage; a memory read (by the rule of the project\'s effective policy, `audit.memoryReads`) keeps only its label. ' +
+        'Refusals: 400 `invalid_request` naming the list and index of a bad item (nothing is stored), 400 `unsupported_schema_version`, 400 `json_too_complex` (nesting deeper than JSON_MAX_DEPTH, more than INGEST_MAX_KEYS keys and items, or a string longer than INGEST_MAX_STRING_LENGTH), 404 `not_found` (project not in your organisation), 413 (body over INGEST_MAX_BYTES or more than INGEST_MAX_ITEMS items).',
       tag: 'Ingest',
       tenant: true,
       auth: ['device'],
       deviceScope: 'ingest:write',
       bodyLimitBytes: limits.maxBytes,
+      jsonLimits: { maxKeys: limits.maxJsonKeys, maxStringLength: limits.maxStringLength },
       precheck: (body) => precheckEnvelope(body, limits),
       schemas: { body: ingestEnvelopeSchema },
       responses: { 200: { description: 'What was newly stored and the cursors to resume from.', schema: ingestAnswerSchema } },
+      errors: { 400: ['unsupported_schema_version'], 404: ['not_found'] },
       handler: async ({ body, principal }) => {
         const device = principal!;
         const answer = await service.ingest({ organisationId: device.organisationId, deviceId: device.deviceId as string }, body as IngestEnvelope);

@@ -63,7 +63,7 @@ export const ingestUsageSchema = named('IngestUsage', {
 export const ingestAuditSchema = named('IngestAudit', {
   type: 'object',
   description:
-    'An audit record: who did what to what. A memory read (`action` `memory.read`, `memory.search`, …) is kept by its `label` only: every content field is dropped on receipt.',
+    'An audit record: who did what to what. A memory read (`action` `memory.read`, `kb.search`, `export.memories`, …: the rule of `policies/memory-reads.ts` with the policy\'s `audit.memoryReads`) is kept by its `label` only: every content field is dropped on receipt.',
   required: ['id', 'at', 'actor', 'action'],
   properties: {
     id: itemId,

@@ -1,8 +1,8 @@
 import type { DataSource } from 'typeorm';
 import { QueryFailedError } from 'typeorm';
 import type { FromSchema } from 'json-schema-to-ts';
+import type { MemoryReadRule } from '../../../policies/memory-reads.js';
 import type { Clock } from '../../util/clock.js';
-import type { ProjectService } from '../projects/service.js';
 import { redact, redactAuditItem, redactText } from './redaction.js';
 import type { ingestAnswerSchema, ingestEnvelopeSchema } from './schemas.js';
 import { dialectOf, IngestStore, instant, sqlTime, type StreamCursors, type StreamKey } from './store.js';
@@ -41,6 +41,12 @@ function newest(current: string, candidates: readonly string[]): string {
   return best;
 }
 
+/** Which audit actions of a project's workbenches are memory reads (the policy service knows). */
+export interface MemoryReadPolicy {
+  /** The rule of the project's effective policy; 404 `not_found` when the project is not the organisation's. */
+  memoryReadRule(organisationId: string, projectId: string): Promise<MemoryReadRule>;
+}
+
 /**
  * Stores one envelope: all of it or nothing, in one transaction. Each item is identified (see
  * entities.ts), so a retry of an envelope whose answer was lost stores nothing again, answers
@@ -50,17 +56,18 @@ export class IngestService {
   constructor(
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
-    private readonly projects: ProjectService,
+    private readonly policies: MemoryReadPolicy,
   ) {}
 
   async ingest(device: { organisationId: string; deviceId: string }, envelope: IngestEnvelope): Promise<IngestAnswer> {
-    // Another organisation's project, or none: 404 either way (ProjectService.get says so).
-    await this.projects.get(device.organisationId, envelope.projectId);
+    // The project's effective policy says which audit actions are memory reads. Another
+    // organisation's project, or none: 404 either way (the policy service checks the project).
+    const isMemoryRead = await this.policies.memoryReadRule(device.organisationId, envelope.projectId);
 
     // Redaction happens before anything is stored (or could be logged).
     const events = (envelope.events ?? []).map((event) => ({ ...event, data: redact(event.data).value }));
     const audit = (envelope.audit ?? []).map((item) => {
-      const redacted = redactAuditItem(item, AUDIT_CONTENT_FIELDS).value;
+      const redacted = redactAuditItem(item, AUDIT_CONTENT_FIELDS, isMemoryRead).value;
       return {
         ...redacted,
         actor: redactedText(redacted.actor, 200),

@@ -22,3 +22,22 @@ export const platformOrganisationSchema = named('PlatformOrganisation', {
   },
   additionalProperties: false,
 } as const);
+
+/** Spec 2.4: an organisation as a person sees it among theirs (`GET /cloud/v1/me`, teams). */
+export const organisationSummarySchema = named('OrganisationSummary', {
+  type: 'object',
+  description: 'An organisation the caller belongs to (spec 2.4).',
+  required: ['id', 'name', 'kind', 'plan', 'role'],
+  properties: {
+    id: { type: 'string', description: 'Organisation id (`org_…`), the value of `X-Platform-Organisation`.' },
+    name: { type: 'string', description: 'Organisation name.' },
+    kind: { type: 'string', enum: ['personal', 'team', 'enterprise'], description: '`personal`: the person\'s own organisation; `team`: a Cloud team.' },
+    plan: { type: 'string', enum: ['free', 'teams', 'enterprise'], description: 'Plan of the organisation.' },
+    role: { type: 'string', enum: ['owner', 'admin', 'member'], description: "The caller's role." },
+  },
+  additionalProperties: false,
+} as const);
+
+export function organisationSummary(entry: { organisation: { id: string; name: string; kind: string; plan: string }; role: string }) {
+  return { id: entry.organisation.id, name: entry.organisation.name, kind: entry.organisation.kind, plan: entry.organisation.plan, role: entry.role };
+}

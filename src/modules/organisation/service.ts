@@ -1,4 +1,4 @@
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { ORGANISATION_ROLES, type OrganisationRole } from '../../auth/principal.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { conflict, invalidRequest, notFound } from '../../http/errors.js';
@@ -240,5 +240,88 @@ export class OrganisationService {
   async removeMember(organisationId: string, personId: string): Promise<void> {
     const removed = await this.dataSource.transaction((manager) => this.store.withManager(manager).removeMember(organisationId, personId, this.clock.now()));
     if (!removed) throw notFound('this person is not a member of the organisation');
+  }
+
+  // Cloud people -------------------------------------------------------------------------------
+
+  /**
+   * A new Cloud person with their personal organisation (kind `personal`, plan `free`, the person
+   * its owner), inside the caller's transaction.
+   */
+  async createPersonalAccount(manager: EntityManager, input: { name: string; email: string | null }): Promise<{ person: PersonRecord; organisation: OrganisationRecord }> {
+    const store = this.store.withManager(manager);
+    const now = this.clock.now();
+    const name = input.name.trim().slice(0, 100) || 'New person';
+    const person: PersonRecord = { id: newId('usr'), name, email: input.email, createdAt: now };
+    const organisation: OrganisationRecord = {
+      id: newId('org'),
+      name,
+      kind: 'personal',
+      plan: 'free',
+      oidcIssuer: null,
+      oidcClientId: null,
+      oidcApiScope: null,
+      oidcAudience: null,
+      oidcRoleClaim: null,
+      createdAt: now,
+    };
+    await store.insertPerson(person);
+    await store.insert(organisation, []);
+    await store.insertMembership({ organisationId: organisation.id, personId: person.id, role: 'owner', createdAt: now, removedAt: null });
+    return { person, organisation };
+  }
+
+  findPerson(id: string): Promise<PersonRecord | null> {
+    return this.store.findPerson(id);
+  }
+
+  async updatePerson(id: string, changes: Partial<Pick<PersonRecord, 'name' | 'email'>>, manager?: EntityManager): Promise<void> {
+    await (manager ? this.store.withManager(manager) : this.store).updatePerson(id, changes);
+  }
+
+  /** The organisations a person belongs to, personal first, then by name. */
+  membershipsOf(personId: string) {
+    return this.store.membershipsOf(personId);
+  }
+
+  /** The person's membership of one organisation (none when removed or never a member). */
+  async membershipIn(personId: string, organisationId: string) {
+    return (await this.store.membershipsOf(personId, organisationId))[0];
+  }
+
+  /**
+   * Deletes a Cloud person (spec 4.4): refused with 409 `sole_owner`, listing them, while the
+   * person is the only owner of teams that have other people. Otherwise every organisation only
+   * they belong to goes with all its contents, they leave every other one, join keys they created
+   * stop, and the person goes with every sign-in method, session, device and membership (the
+   * foreign keys cascade). Answers the ids of the organisations deleted.
+   */
+  async deleteCloudPerson(personId: string): Promise<string[]> {
+    return this.dataSource.transaction(async (manager) => {
+      const store = this.store.withManager(manager);
+      const memberships = await store.membershipsOf(personId);
+      const soleOwnerOf: string[] = [];
+      const alone: string[] = [];
+      for (const { organisation, role } of memberships) {
+        const others = (await store.activeMembers(organisation.id)).filter((member) => member.personId !== personId);
+        if (others.length === 0) alone.push(organisation.id);
+        else if (role === 'owner' && !others.some((member) => member.role === 'owner')) soleOwnerOf.push(organisation.id);
+      }
+      if (soleOwnerOf.length) {
+        throw conflict('sole_owner', 'you are the only owner of teams that have other people: make someone else an owner, or remove them, first', {
+          organisations: soleOwnerOf,
+        });
+      }
+      const now = this.clock.now();
+      for (const id of alone) await store.deleteOrganisation(id);
+      await manager
+        .createQueryBuilder()
+        .update('JoinKey')
+        .set({ revokedAt: now })
+        .where('created_by = :personId AND revoked_at IS NULL', { personId })
+        .execute();
+      await store.deletePerson(personId);
+      return alone;
+    });
   }
 }

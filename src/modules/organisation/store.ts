@@ -1,4 +1,4 @@
-import type { DataSource, EntityManager } from 'typeorm';
+import { IsNull, type DataSource, type EntityManager } from 'typeorm';
 import type { OrganisationRole } from '../../auth/principal.js';
 import {
   MembershipEntity,
@@ -166,5 +166,47 @@ export class OrganisationStore {
       .where('organisation_id = :organisationId AND created_by = :personId AND revoked_at IS NULL', { organisationId, personId })
       .execute();
     return (result.affected ?? 0) === 1;
+  }
+
+  /**
+   * The organisations a person belongs to (removed memberships left out), with their role:
+   * personal organisations first, then by name (spec 2.5).
+   */
+  async membershipsOf(personId: string, organisationId?: string): Promise<{ organisation: OrganisationRecord; role: OrganisationRole }[]> {
+    const query = this.manager
+      .createQueryBuilder(OrganisationEntity, 'organisation')
+      .innerJoinAndMapOne(
+        'organisation.membership',
+        'Membership',
+        'membership',
+        'membership.organisationId = organisation.id AND membership.personId = :personId AND membership.removedAt IS NULL',
+        { personId },
+      );
+    if (organisationId !== undefined) query.where('organisation.id = :organisationId', { organisationId });
+    const rows = await query.getMany();
+    return rows
+      .map((row) => {
+        const { membership, ...organisation } = row as OrganisationRecord & { membership: MembershipRecord };
+        return { organisation, role: membership.role };
+      })
+      .sort((a, b) => {
+        const personal = Number(b.organisation.kind === 'personal') - Number(a.organisation.kind === 'personal');
+        if (personal !== 0) return personal;
+        const byName = a.organisation.name.localeCompare(b.organisation.name, 'en', { sensitivity: 'base' });
+        return byName !== 0 ? byName : a.organisation.id < b.organisation.id ? -1 : 1;
+      });
+  }
+
+  /** Members of an organisation who have not been removed, with their roles. */
+  async activeMembers(organisationId: string): Promise<MembershipRecord[]> {
+    return this.manager.find(MembershipEntity, { where: { organisationId, removedAt: IsNull() } });
+  }
+
+  async deleteOrganisation(id: string): Promise<void> {
+    await this.manager.delete(OrganisationEntity, { id });
+  }
+
+  async deletePerson(id: string): Promise<void> {
+    await this.manager.delete(PersonEntity, { id });
   }
 }

@@ -388,6 +388,47 @@ export const policyDocumentSchema = named('PolicyDocument', {
       },
       additionalProperties: false,
     },
+    audit: {
+      type: 'object',
+      description:
+        'What the service keeps of the audit records workbenches upload. Optional: a document published without it gets the built-in rule of `policies/memory-reads.ts` alone.',
+      required: ['memoryReads'],
+      properties: {
+        memoryReads: {
+          type: 'object',
+          description:
+            'Which audit actions are memory reads, kept by their label only (their `details` and `target` are dropped on receipt). ' +
+            'Built in: an action naming a memory store (`memory`, `knowledge`, `kb`, `vector`, `embedding`, `rag`, `semantic`, …) and a read verb (`read`, `get`, `search`, `query`, `list`, `recall`, `retrieve`, `fetch`, `lookup`, `export`, …) and no write verb (`write`, `delete`, `update`, `save`, `import`, …), in any order, case and separators ignored: `memory.read`, `read_memory`, `memory.semantic_search`, `knowledge.query`, `kb.search`, `export.memories`, `vector.lookup`. ' +
+            'Patterns are written like actions; `*` stands for any run of characters (`kb.*`, `*recall*`). `exclude` wins over `include`, which wins over the built-in rule.',
+          required: ['stores', 'include', 'exclude'],
+          properties: {
+            stores: {
+              type: 'array',
+              maxItems: 100,
+              uniqueItems: true,
+              description: 'Further words naming memory-like stores whose reads count as memory reads, e.g. `journal`.',
+              items: { type: 'string', minLength: 1, maxLength: 50, pattern: '^[A-Za-z0-9]+$', description: 'A word (letters and digits).' },
+            },
+            include: {
+              type: 'array',
+              maxItems: 100,
+              uniqueItems: true,
+              description: 'Action patterns that are always memory reads, e.g. `assistant.context.get`, `notes.search`.',
+              items: { type: 'string', minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9*._:/ -]+$', description: 'An action pattern.' },
+            },
+            exclude: {
+              type: 'array',
+              maxItems: 100,
+              uniqueItems: true,
+              description: "Action patterns that are never memory reads, whatever their words say (their content is kept, redacted of credentials), e.g. `memory.list_sizes`.",
+              items: { type: 'string', minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9*._:/ -]+$', description: 'An action pattern.' },
+            },
+          },
+          additionalProperties: false,
+        },
+      },
+      additionalProperties: false,
+    },
     cloudAgents: {
       type: 'object',
       description: "Runs sent to providers' cloud agents (`POST /cloud-agents/v1/runs` checks these).",
@@ -449,6 +490,22 @@ export const policyAnswerSchema = named('PolicyAnswer', {
   additionalProperties: false,
 } as const);
 
+export const policyPublishAnswerSchema = named('PolicyPublishAnswer', {
+  type: 'object',
+  description:
+    'The effective policy after a publish or a restore, and what the request changed. A document identical to the one that applies (the organisation\'s policy, or the project\'s override; `{}` for a project without one) is not stored again: `changed` is `false` and `number` names the publish that still applies.',
+  required: ['revision', 'policy', 'published', 'changed', 'number'],
+  properties: {
+    ...policyAnswerSchema.properties,
+    changed: { type: 'boolean', description: '`true`: a new publish was stored; `false`: the document equals the one that applies and nothing was stored.' },
+    number: {
+      type: ['integer', 'null'],
+      description: 'The number of the stored publish of this scope that applies now (the new one when `changed`); `null` when none does.',
+    },
+  },
+  additionalProperties: false,
+} as const);
+
 export const policyRevisionSchema = named('PolicyRevision', {
   type: 'object',
   description: 'One stored publish: the document as it was published (whole for the organisation, the override for a project).',
@@ -470,9 +527,10 @@ export const policyRevisionSchema = named('PolicyRevision', {
 export const policyRevisionListSchema = named('PolicyRevisionList', {
   type: 'object',
   description: 'Stored publishes, newest first.',
-  required: ['revisions'],
+  required: ['revisions', 'nextCursor'],
   properties: {
     revisions: { type: 'array', description: 'The publishes, newest first.', items: policyRevisionSchema },
+    nextCursor: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page; null on the last page.' },
   },
   additionalProperties: false,
 } as const);

@@ -2,8 +2,11 @@ import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { DEFAULT_POLICY } from '../../../policies/default-policy.js';
+import { memoryReadRuleFor, type MemoryReadRule } from '../../../policies/memory-reads.js';
+import { audit, type AuditActor } from '../../audit.js';
 import { isUniqueViolation } from '../../db/errors.js';
-import { conflict, invalidRequest } from '../../http/errors.js';
+import { ApiError, conflict, invalidRequest, notFound } from '../../http/errors.js';
+import { withinJsonBounds, type JsonLimits } from '../../http/json-bounds.js';
 import { compile, describeError } from '../../http/schema.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
@@ -17,6 +20,20 @@ export interface EffectivePolicy {
   revision: string;
   policy: PolicyDocument;
   published: boolean;
+}
+
+/** The answer of a publish or a restore: the effective policy, and what the request changed. */
+export interface PublishOutcome extends EffectivePolicy {
+  /** False when the document equals the one that applies: nothing was stored. */
+  changed: boolean;
+  /** The stored publish of the scope that applies now (the new one when `changed`); null: none. */
+  number: number | null;
+}
+
+/** What a publish or restore is checked against before it is stored. */
+export interface Preconditions {
+  /** The `If-Match` header as received; undefined when absent. */
+  ifMatch?: string | undefined;
 }
 
 export interface StoredRevision {
@@ -48,6 +65,32 @@ interface OrganisationLayer {
   document: PolicyDocument;
 }
 
+/** A project's override that applies: the stored publish, and the result of merging it. */
+interface ProjectLayer {
+  number: number;
+  override: Record<string, unknown>;
+  /** Undefined when the override is empty (`{}`): the organisation's policy applies as it is. */
+  merged: PolicyDocument | undefined;
+}
+
+/** One scope's state inside a publish: what applies now, as the request's `If-Match` saw it. */
+interface ScopeState {
+  latest: LatestNumbers;
+  current: EffectivePolicy;
+  /** The publish of the scope that applies and its canonical text; undefined when none does. */
+  applied: { number: number; text: string } | undefined;
+}
+
+interface Commit {
+  organisationId: string;
+  projectId: string | null;
+  actor: AuditActor;
+  document: unknown;
+  preconditions: Preconditions;
+  action: 'policy.published' | 'policy.restored';
+  restoredFrom?: number;
+}
+
 const validateDocument = compile(policyDocumentSchema, 'body');
 const validateOverride = compile(policyOverrideSchema, 'body');
 
@@ -66,6 +109,25 @@ function withoutSource(value: unknown): unknown {
   return rest;
 }
 
+/** RFC 9110 13.1.1: `*`, or a list of entity tags compared strongly (a weak tag never matches). */
+export function ifMatchHolds(header: string, etag: string): boolean {
+  return header.split(',').some((candidate) => {
+    const value = candidate.trim();
+    return value === '*' || value === etag;
+  });
+}
+
+export const preconditionFailed = (etag: string): ApiError =>
+  new ApiError(412, 'precondition_failed', 'the policy changed since the ETag given in If-Match; read it again (its ETag is in this answer) and publish over it', {
+    headers: { ETag: etag },
+  });
+
+export const preconditionRequired = (): ApiError =>
+  new ApiError(428, 'precondition_required', 'this deployment requires If-Match with the ETag of the current policy (GET /policy/v1) on every publish and restore');
+
+export const invalidRevision = (number: number, problem: string): ApiError =>
+  new ApiError(409, 'invalid_revision', `revision ${number} cannot be restored: ${problem}`, { extra: { number } });
+
 function remember<V>(cache: Map<string, V>, key: string, value: V): void {
   cache.delete(key);
   if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value as string);
@@ -78,12 +140,17 @@ function remember<V>(cache: Map<string, V>, key: string, value: V): void {
  * - Until the organisation publishes, the defaults of `policies/default-policy.ts` apply.
  * - A project's override is merged over the organisation's policy by the rule of `merge.ts`.
  * - A stored document is checked again whenever it is read from the table: one that no longer
- *   validates (the schema moved on, or someone edited the table) is skipped and logged, and the
- *   newest valid one before it applies, or the defaults. A stored policy never stops the service
- *   answering.
+ *   validates (the schema moved on, or someone edited the table), or is nested or sized beyond
+ *   the JSON limits, is skipped and logged, and the newest valid one before it applies, or the
+ *   defaults. A stored policy never stops the service answering.
  * - Answers are cached per organisation and project, keyed by the newest publish numbers, which
  *   one indexed query reads on every request: a poll that changes nothing rebuilds nothing, and
  *   every replica sees a publish on its next request.
+ * - A publish (or a restore) is checked and stored in one transaction: `If-Match` against the
+ *   scope's current effective revision, "identical to what applies" (nothing is stored), then a
+ *   new publish number. Two publishes that read the same state collide on that number (a unique
+ *   index); the loser starts again and sees the winner's publish, so of two publishers holding
+ *   the same ETag exactly one succeeds and the other gets 412.
  */
 export class PolicyService {
   private readonly store: PolicyStore;
@@ -96,6 +163,7 @@ export class PolicyService {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly projects: ProjectLookup,
+    private readonly jsonLimits: JsonLimits,
     defaults: PolicyDocument = DEFAULT_POLICY,
   ) {
     this.store = new PolicyStore(dataSource);
@@ -113,17 +181,27 @@ export class PolicyService {
     const stamp = `${latest.organisation ?? '-'}/${latest.project ?? '-'}`;
     const cached = this.answers.get(key);
     if (cached?.stamp === stamp) return cached.answer;
-    const answer = await this.build(organisationId, projectId, latest);
+    const answer = await this.build(this.store, organisationId, projectId, latest);
     remember(this.answers, key, { stamp, answer });
     return answer;
   }
 
+  /**
+   * Which audit actions of the project's workbenches are memory reads: the rule of
+   * `policies/memory-reads.ts` with the effective policy's `audit.memoryReads`. As cheap as a
+   * policy poll (the effective document is cached per revision, the rule per document); 404
+   * for a project that is not the organisation's.
+   */
+  async memoryReadRule(organisationId: string, projectId: string): Promise<MemoryReadRule> {
+    const { policy } = await this.effective(organisationId, projectId);
+    return memoryReadRuleFor(policy.audit?.memoryReads);
+  }
+
   /** Publishes the organisation's whole policy; answers the organisation's effective policy. */
-  async publishOrganisation(organisationId: string, publishedBy: string | undefined, input: unknown): Promise<EffectivePolicy> {
+  async publishOrganisation(organisationId: string, actor: AuditActor, input: unknown, preconditions: Preconditions = {}): Promise<PublishOutcome> {
     const problem = check(validateDocument, input, 'body');
     if (problem) throw invalidRequest(problem.message, { field: problem.field });
-    await this.save(organisationId, null, publishedBy, withoutSource(input));
-    return this.effective(organisationId);
+    return this.commit({ organisationId, projectId: null, actor, document: withoutSource(input), preconditions, action: 'policy.published' });
   }
 
   /**
@@ -131,23 +209,41 @@ export class PolicyService {
    * The override is checked on its own (so it stays valid over any later organisation policy)
    * and merged over the organisation's current policy (so what it yields today is checked too).
    */
-  async publishProject(organisationId: string, projectId: string, publishedBy: string | undefined, input: unknown): Promise<EffectivePolicy> {
+  async publishProject(organisationId: string, projectId: string, actor: AuditActor, input: unknown, preconditions: Preconditions = {}): Promise<PublishOutcome> {
     await this.projects.get(organisationId, projectId);
     const own = check(validateOverride, input, 'body');
     if (own) throw invalidRequest(own.message, { field: own.field });
     const override = withoutSource(input);
-    const latest = await this.store.latestNumbers(organisationId, undefined);
-    const { document } = await this.organisationLayer(organisationId, latest.organisation);
-    const merged = check(validateDocument, mergeOverride(document, override), 'body');
+    const merged = await this.checkMerged(organisationId, override, 'body');
     if (merged) throw invalidRequest(merged.message, { field: merged.field });
-    await this.save(organisationId, projectId, publishedBy, override);
-    return this.effective(organisationId, projectId);
+    return this.commit({ organisationId, projectId, actor, document: override, preconditions, action: 'policy.published' });
   }
 
-  /** Stored publishes of the organisation's policy (`projectId` null) or a project's override, newest first. */
-  async revisions(organisationId: string, projectId: string | null, limit: number): Promise<StoredRevision[]> {
+  /**
+   * Makes an earlier publish of the organisation's policy (`projectId` null) or of a project's
+   * override current again, as a new publish with the same document. It must be a publish of
+   * that scope (404 otherwise) and still valid today (409 `invalid_revision` otherwise).
+   */
+  async restore(organisationId: string, projectId: string | null, number: number, actor: AuditActor, preconditions: Preconditions = {}): Promise<PublishOutcome> {
     if (projectId !== null) await this.projects.get(organisationId, projectId);
-    const rows = await this.store.page(organisationId, projectId, limit);
+    const row = await this.store.byNumber(organisationId, number);
+    if (!row || row.projectId !== projectId) throw notFound(`no revision ${number} of this policy`);
+    const document = this.parse(row);
+    if (document === undefined) throw invalidRevision(number, 'its stored text is unreadable');
+    const problem = check(projectId === null ? validateDocument : validateOverride, document, 'policy');
+    if (problem) throw invalidRevision(number, problem.message);
+    if (projectId !== null) {
+      const merged = await this.checkMerged(organisationId, document, 'policy');
+      if (merged) throw invalidRevision(number, `merged over the organisation's policy, ${merged.message}`);
+    }
+    return this.commit({ organisationId, projectId, actor, document, preconditions, action: 'policy.restored', restoredFrom: number });
+  }
+
+  /** Stored publishes of the organisation's policy (`projectId` null) or a project's override,
+   * newest first; with `below`, only those numbered below it (the next page). */
+  async revisions(organisationId: string, projectId: string | null, limit: number, below?: number): Promise<StoredRevision[]> {
+    if (projectId !== null) await this.projects.get(organisationId, projectId);
+    const rows = await this.store.page(organisationId, projectId, limit, below);
     const validate = projectId === null ? validateDocument : validateOverride;
     return rows.map((row) => {
       const parsed = this.parse(row);
@@ -162,14 +258,21 @@ export class PolicyService {
     });
   }
 
-  private async build(organisationId: string, projectId: string | undefined, latest: LatestNumbers): Promise<EffectivePolicy> {
-    const organisation = await this.organisationLayer(organisationId, latest.organisation);
+  /** The problem of `override` merged over the organisation's current policy, if any. */
+  private async checkMerged(organisationId: string, override: unknown, where: string): Promise<Problem | undefined> {
+    const latest = await this.store.latestNumbers(organisationId, undefined);
+    const { document } = await this.organisationLayer(this.store, organisationId, latest.organisation);
+    return check(validateDocument, mergeOverride(document, override), where);
+  }
+
+  private async build(store: PolicyStore, organisationId: string, projectId: string | undefined, latest: LatestNumbers): Promise<EffectivePolicy> {
+    const organisation = await this.organisationLayer(store, organisationId, latest.organisation);
     let document = organisation.document;
     let source: Source = organisation.number === undefined ? 'default' : 'organisation';
     if (projectId !== undefined && latest.project !== undefined) {
-      const merged = await this.projectLayer(organisationId, projectId, latest.project, organisation.document);
-      if (merged) {
-        document = merged;
+      const project = await this.projectLayer(store, organisationId, projectId, latest.project, organisation.document);
+      if (project?.merged) {
+        document = project.merged;
         source = 'project';
       }
     }
@@ -177,11 +280,11 @@ export class PolicyService {
     return { revision: revisionOf(policy), policy, published: source !== 'default' };
   }
 
-  private async organisationLayer(organisationId: string, latest: number | undefined): Promise<OrganisationLayer> {
+  private async organisationLayer(store: PolicyStore, organisationId: string, latest: number | undefined): Promise<OrganisationLayer> {
     if (latest === undefined) return { latest, number: undefined, document: this.defaults };
     const cached = this.organisationLayers.get(organisationId);
     if (cached && cached.latest === latest) return cached;
-    const found = await this.newestValid<PolicyDocument>(organisationId, null, latest, (value) => {
+    const found = await this.newestValid<PolicyDocument>(store, organisationId, null, latest, (value) => {
       const problem = check(validateDocument, value, 'policy');
       return problem ? { problem } : { accepted: value as PolicyDocument };
     });
@@ -195,20 +298,21 @@ export class PolicyService {
     return layer;
   }
 
-  /** The project's newest valid override merged over `base`; undefined when none applies or it is empty. */
-  private async projectLayer(organisationId: string, projectId: string, latest: number, base: PolicyDocument): Promise<PolicyDocument | undefined> {
-    const found = await this.newestValid<{ merged: PolicyDocument; empty: boolean }>(organisationId, projectId, latest, (value) => {
+  /** The project's newest valid override and its merge over `base`; undefined when none applies. */
+  private async projectLayer(store: PolicyStore, organisationId: string, projectId: string, latest: number, base: PolicyDocument): Promise<ProjectLayer | undefined> {
+    const found = await this.newestValid<Omit<ProjectLayer, 'number'>>(store, organisationId, projectId, latest, (value) => {
       const own = check(validateOverride, value, 'override');
       if (own) return { problem: own };
       const merged = mergeOverride(base, value);
       const problem = check(validateDocument, merged, 'policy');
-      return problem ? { problem } : { accepted: { merged, empty: Object.keys(value as object).length === 0 } };
+      const override = value as Record<string, unknown>;
+      return problem ? { problem } : { accepted: { override, merged: Object.keys(override).length === 0 ? undefined : merged } };
     });
     if (!found) {
       this.logger.error({ organisationId, projectId }, "no stored override of the project validates; serving the organisation's policy");
       return undefined;
     }
-    return found.accepted.empty ? undefined : found.accepted.merged;
+    return { number: found.number, ...found.accepted };
   }
 
   /**
@@ -216,6 +320,7 @@ export class PolicyService {
    * refuses on the way is logged (the reason names the field, never the value).
    */
   private async newestValid<T>(
+    store: PolicyStore,
     organisationId: string,
     projectId: string | null,
     latest: number,
@@ -223,7 +328,7 @@ export class PolicyService {
   ): Promise<{ accepted: T; number: number } | undefined> {
     let below = latest + 1;
     for (;;) {
-      const rows = await this.store.page(organisationId, projectId, PAGE, below);
+      const rows = await store.page(organisationId, projectId, PAGE, below);
       for (const row of rows) {
         const value = this.parse(row);
         if (value === undefined) continue;
@@ -240,41 +345,88 @@ export class PolicyService {
     }
   }
 
+  /** A stored document, or undefined when it is not JSON or passes the JSON limits (checked before anything recursive). */
   private parse(row: PolicyRevisionRecord): unknown {
+    let reason: string;
     try {
-      return JSON.parse(row.document) as unknown;
+      const value = JSON.parse(row.document) as unknown;
+      if (withinJsonBounds(value, this.jsonLimits)) return value;
+      reason = 'beyond the JSON limits';
     } catch {
-      this.logger.warn(
-        { organisationId: row.organisationId, projectId: row.projectId, revision: row.number, reason: 'not JSON' },
-        'a stored policy no longer validates; the newest valid one before it applies',
-      );
-      return undefined;
+      reason = 'not JSON';
     }
+    this.logger.warn(
+      { organisationId: row.organisationId, projectId: row.projectId, revision: row.number, reason },
+      'a stored policy no longer validates; the newest valid one before it applies',
+    );
+    return undefined;
   }
 
-  /** Keeps a publish as the scope's newest revision; publishing the newest document again changes nothing. */
-  private async save(organisationId: string, projectId: string | null, publishedBy: string | undefined, document: unknown): Promise<void> {
-    const text = canonicalJson(document);
+  /** The scope's current state, read in the publish's transaction (`store` is bound to it). */
+  private async scopeState(store: PolicyStore, organisationId: string, projectId: string | null): Promise<ScopeState> {
+    const latest = await store.latestNumbers(organisationId, projectId ?? undefined);
+    const current = await this.build(store, organisationId, projectId ?? undefined, latest);
+    const organisation = await this.organisationLayer(store, organisationId, latest.organisation);
+    let applied: ScopeState['applied'];
+    if (projectId === null) {
+      if (organisation.number !== undefined) applied = { number: organisation.number, text: canonicalJson(organisation.document) };
+    } else if (latest.project !== undefined) {
+      const project = await this.projectLayer(store, organisationId, projectId, latest.project, organisation.document);
+      if (project) applied = { number: project.number, text: canonicalJson(project.override) };
+    }
+    return { latest, current, applied };
+  }
+
+  /**
+   * Keeps a document as the scope's newest publish, after `If-Match`; a document equal to the
+   * one that applies is not stored again (a project without an override counts as `{}`).
+   * Writes the audit line of a change. Answers the scope's effective policy right after it.
+   */
+  private async commit(commit: Commit): Promise<PublishOutcome> {
+    const { organisationId, projectId } = commit;
+    const text = canonicalJson(commit.document);
     if (Buffer.byteLength(text, 'utf8') > MAX_STORED_DOCUMENT_BYTES) {
       throw invalidRequest(`the policy must be at most ${MAX_STORED_DOCUMENT_BYTES} bytes as canonical JSON`, { field: 'body' });
     }
     for (let attempt = 1; ; attempt += 1) {
       try {
-        await this.dataSource.transaction(async (manager) => {
+        const stored = await this.dataSource.transaction(async (manager) => {
           const store = this.store.withManager(manager);
-          const [newest] = await store.page(organisationId, projectId, 1);
-          if (newest?.document === text) return;
+          const state = await this.scopeState(store, organisationId, projectId);
+          const { ifMatch } = commit.preconditions;
+          if (ifMatch !== undefined && !ifMatchHolds(ifMatch, `"${state.current.revision}"`)) throw preconditionFailed(`"${state.current.revision}"`);
+          const unchanged = state.applied ? state.applied.text === text : projectId !== null && text === '{}';
+          if (unchanged) return { changed: false, number: state.applied?.number ?? null, latest: state.latest };
+          const number = (await store.maxNumber(organisationId)) + 1;
           await store.insert({
             id: newId('pol'),
             organisationId,
             projectId,
-            number: (await store.maxNumber(organisationId)) + 1,
+            number,
             document: text,
-            publishedBy: publishedBy ?? null,
+            publishedBy: commit.actor.personId ?? null,
             createdAt: this.clock.now(),
           });
+          const latest = projectId === null ? { ...state.latest, organisation: number } : { ...state.latest, project: number };
+          return { changed: true, number, latest };
         });
-        return;
+        // Rows never change once stored: the answer is the state right after this publish, even
+        // if another one has landed since.
+        const answer = await this.build(this.store, organisationId, projectId ?? undefined, stored.latest);
+        if (stored.changed) {
+          audit(this.logger, {
+            action: commit.action,
+            organisationId,
+            actor: commit.actor,
+            target: {
+              projectId,
+              number: stored.number,
+              revision: answer.revision,
+              ...(commit.restoredFrom !== undefined ? { restoredFrom: commit.restoredFrom } : {}),
+            },
+          });
+        }
+        return { ...answer, changed: stored.changed, number: stored.number };
       } catch (error) {
         // Two publishes in one organisation took the same number: the loser tries again.
         if (!isUniqueViolation(error)) throw error;

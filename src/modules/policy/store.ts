@@ -53,6 +53,11 @@ export class PolicyStore {
     return query.getMany();
   }
 
+  /** One publish of the organisation by its number, in whichever scope it was made. */
+  async byNumber(organisationId: string, number: number): Promise<PolicyRevisionRecord | undefined> {
+    return (await this.manager.findOneBy(PolicyRevisionEntity, { organisationId, number })) ?? undefined;
+  }
+
   async maxNumber(organisationId: string): Promise<number> {
     const row = await this.manager
       .createQueryBuilder(PolicyRevisionEntity, 'revision')

@@ -10,7 +10,7 @@ import {
   type RelayOutcome,
   type RelayRouting,
 } from '../../state/relay-routing.js';
-import { withinDepth } from '../../util/json-depth.js';
+import { withinJsonBounds } from '../../http/json-bounds.js';
 
 /**
  * The workbench control channel (DESIGN.md): one WebSocket per workbench at
@@ -130,7 +130,7 @@ export class RelayHub implements LocalDelivery {
     });
     socket.on('error', (error) => this.options.logger.debug({ err: error, deviceId: owner.deviceId }, 'relay socket error'));
     socket.on('close', (code) => this.detach(connection, code));
-    this.routing.claim(owner.deviceId, connection.id).catch((error: unknown) => this.options.logger.warn({ err: error, deviceId: owner.deviceId }, 'relay: could not record presence'));
+    this.routing.claim(owner.deviceId, connection.id).catch((error: unknown) => this.options.logger.warn({ reason: error instanceof Error ? error.message.split('\n')[0] : String(error), deviceId: owner.deviceId }, 'relay: could not record presence'));
     this.options.logger.info({ deviceId: owner.deviceId, organisationId: owner.organisationId, connectionId: connection.id }, 'relay channel connected');
   }
 
@@ -189,7 +189,8 @@ export class RelayHub implements LocalDelivery {
       connection.send(jsonRpcError(null, -32700, 'Parse error: the frame is not JSON'));
       return;
     }
-    if (!withinDepth(frame, MAX_JSON_DEPTH)) {
+    // A frame is bounded (depth; its size bounds keys and strings) before anything recursive reads it.
+    if (!withinJsonBounds(frame, { maxDepth: MAX_JSON_DEPTH, maxKeys: RELAY_MAX_FRAME_BYTES, maxStringLength: RELAY_MAX_FRAME_BYTES })) {
       connection.send(jsonRpcError(null, -32600, `Invalid Request: nested deeper than ${MAX_JSON_DEPTH}`));
       return;
     }

@@ -5,7 +5,7 @@ import type { RequestListener } from 'node:http';
 import { parseAuthorization } from '../../auth/middleware.js';
 import { ApiError } from '../../http/errors.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
-import { errorBodySchema, named } from '../../http/schema.js';
+import { named } from '../../http/schema.js';
 import type { RelayHub } from './channel.js';
 import { JWKS_MAX_AGE_SECONDS, type SigningKeys } from './signing-keys.js';
 
@@ -102,8 +102,9 @@ export function relayRoutes(deps: { hub: RelayHub; upgrades: RelayUpgrades; keys
       schemas: {},
       responses: {
         101: { description: 'Switching Protocols: the control channel is open.' },
-        426: { description: '`upgrade_required`: not a WebSocket upgrade request (`Upgrade: websocket`).', schema: errorBodySchema },
+        426: { description: '`upgrade_required`: not a WebSocket upgrade request (`Upgrade: websocket`).' },
       },
+      errors: { 426: ['upgrade_required'] },
       handler: ({ req, res, principal }) => {
         const upgrade = deps.upgrades.take(req, res);
         if (!upgrade) {

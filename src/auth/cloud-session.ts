@@ -1,0 +1,57 @@
+import type { Request } from 'express';
+import { notFound, unauthorized } from '../http/errors.js';
+import type { OrganisationService } from '../modules/organisation/service.js';
+import { SESSION_ACCESS_PREFIX, type CloudSessions } from '../modules/signin/sessions.js';
+import type { Credential, Resolved, TokenResolver } from './resolver.js';
+
+const ORGANISATION_HEADER = 'x-platform-organisation';
+const ORGANISATION_ID = /^org_[0-9a-z]{1,40}$/;
+
+const invalidToken = (message: string) => unauthorized(message, 'Bearer realm="platform", error="invalid_token"');
+
+/**
+ * Cloud sessions: `Bearer platform_sa_…` from `POST /auth/v1/token`. A session is not tied to an
+ * organisation: the request names the one it acts for with `X-Platform-Organisation` (spec 5),
+ * and membership is checked on every request, so a person removed from a team loses it at their
+ * next request. Not a member, or no such organisation: 404 `not_found` (nothing tells the two
+ * apart). Without the header the request acts for the person's personal organisation.
+ */
+export class CloudSessionResolver implements TokenResolver {
+  readonly kind = 'cloud-session' as const;
+
+  constructor(
+    private readonly sessions: CloudSessions,
+    private readonly organisations: OrganisationService,
+  ) {}
+
+  recognises(credential: Credential): boolean {
+    return credential.scheme === 'bearer' && credential.token.startsWith(SESSION_ACCESS_PREFIX);
+  }
+
+  async resolve(credential: Credential, req: Request): Promise<Resolved> {
+    const session = await this.sessions.resolveAccessToken(credential.token);
+    if (!session) throw invalidToken('the access token is not valid: expired, signed out, or never issued');
+    const header = req.headers[ORGANISATION_HEADER];
+    let membership;
+    if (header === undefined) {
+      membership = (await this.organisations.membershipsOf(session.personId)).find((entry) => entry.organisation.kind === 'personal');
+      if (!membership) throw invalidToken('the account of this session no longer exists');
+    } else {
+      const id = typeof header === 'string' ? header.trim() : '';
+      membership = ORGANISATION_ID.test(id) ? await this.organisations.membershipIn(session.personId, id) : undefined;
+      if (!membership) throw notFound('no such organisation among yours');
+    }
+    return {
+      organisation: membership.organisation,
+      principal: {
+        kind: 'cloud-session',
+        organisationId: membership.organisation.id,
+        personId: session.personId,
+        role: membership.role,
+        deviceId: undefined,
+        scopes: [],
+        sessionId: session.id,
+      },
+    };
+  }
+}

@@ -1,0 +1,132 @@
+import { parse, walk, type CssNode } from 'css-tree';
+import { referenceProblem } from './references.js';
+import { SvgRefusal, shown } from './refusal.js';
+import { ALLOWED_AT_RULES, ALLOWED_CSS_FUNCTIONS, FORBIDDEN_CSS_PROPERTIES } from './rules.js';
+
+/**
+ * CSS in a picture: `<style>` sheets and `style` attributes are parsed by css-tree (svgo's CSS
+ * parser) and every node is checked; presentation attributes and SMIL values, which are short
+ * single values, are scanned for function calls without a parser. Either way:
+ * - only the at-rules and functions of `rules.ts` pass (a name written with CSS escapes never
+ *   matches one, so it is refused rather than decoded and guessed at);
+ * - `url()` must be `#id`, or in an `@font-face` `src` a `data:` font;
+ * - anything css-tree could not parse, or kept unparsed (Raw), is refused: what this check did not
+ *   understand, a browser might.
+ */
+
+/** Brackets nested deeper than this are refused before css-tree (which recurses) reads them. */
+const MAX_CSS_NESTING = 32;
+
+function refuse(reason: string, where: string): never {
+  throw new SvgRefusal('unsafe_svg', reason, where);
+}
+
+function checkNesting(text: string, where: string): void {
+  let depth = 0;
+  for (let index = 0; index < text.length; index++) {
+    const c = text.charCodeAt(index);
+    if (c === 0x28 || c === 0x5b || c === 0x7b) {
+      depth += 1;
+      if (depth > MAX_CSS_NESTING) refuse(`CSS nested deeper than ${MAX_CSS_NESTING} brackets`, where);
+    } else if (c === 0x29 || c === 0x5d || c === 0x7d) {
+      depth = Math.max(0, depth - 1);
+    }
+  }
+}
+
+function checkNode(node: CssNode, inFontSource: boolean, where: string): void {
+  switch (node.type) {
+    case 'Atrule': {
+      const name = node.name.toLowerCase();
+      if (!ALLOWED_AT_RULES.has(name)) refuse(`the CSS at-rule @${node.name} is not allowed`, where);
+      return;
+    }
+    case 'Declaration': {
+      const property = node.property.toLowerCase();
+      if (FORBIDDEN_CSS_PROPERTIES.has(property)) refuse(`the CSS property ${property} is not allowed`, where);
+      if (property.includes('\\')) refuse(`a CSS property name written with escapes (${shown(node.property)}) is not allowed`, where);
+      return;
+    }
+    case 'Function': {
+      const name = node.name.toLowerCase();
+      if (!ALLOWED_CSS_FUNCTIONS.has(name)) refuse(`the CSS function ${shown(`${node.name}()`)} is not allowed`, where);
+      return;
+    }
+    case 'Url': {
+      const problem = referenceProblem(node.value, inFontSource ? 'font' : 'fragment');
+      if (problem) refuse(`url(${shown(node.value)}): ${problem}`, where);
+      return;
+    }
+    case 'Raw':
+      refuse(`CSS that could not be read (${shown(node.value)}) is not allowed`, where);
+      return;
+    default:
+      return;
+  }
+}
+
+function checkParsed(text: string, context: 'stylesheet' | 'declarationList', where: string): void {
+  checkNesting(text, where);
+  const errors: string[] = [];
+  const ast = parse(text, {
+    context,
+    parseCustomProperty: true,
+    parseAtrulePrelude: true,
+    parseRulePrelude: true,
+    parseValue: true,
+    onParseError: (error) => errors.push(error.message),
+  });
+  if (errors.length > 0) refuse(`CSS that does not parse cleanly is not allowed (${errors[0]})`, where);
+  walk(ast, function visit(node) {
+    const fontSource = this.atrule?.name.toLowerCase() === 'font-face' && this.declaration?.property.toLowerCase() === 'src';
+    checkNode(node, fontSource, where);
+  });
+}
+
+/** The content of a `<style>` element. */
+export function checkStylesheet(text: string, where: string): void {
+  checkParsed(text, 'stylesheet', where);
+}
+
+/** A `style` attribute. Short declarations without a function, escape, comment or at-sign
+ * hold nothing that could load or run, and skip the parser (diagrams carry thousands). */
+export function checkDeclarations(text: string, where: string): void {
+  if (!/[(\\@/<&]/.test(text)) {
+    for (const part of text.split(';')) {
+      const property = part.slice(0, part.indexOf(':')).trim().toLowerCase();
+      if (FORBIDDEN_CSS_PROPERTIES.has(property)) refuse(`the CSS property ${property} is not allowed`, where);
+    }
+    return;
+  }
+  checkParsed(text, 'declarationList', where);
+}
+
+const FUNCTION_CALL = /([A-Za-z0-9_\-\u0080-\uFFFF]*)\(/g;
+
+/**
+ * A presentation attribute or SMIL value (`fill="url(#g)"`, `transform="rotate(45)"`,
+ * `values="url(#a);url(#b)"`). Browsers read these with their CSS parser, so the same functions
+ * are allowed; escapes and comments, which only serve to hide a name, are refused.
+ */
+export function checkStyleValue(value: string, where: string): void {
+  if (!value.includes('(') && !value.includes('\\')) return;
+  if (value.includes('\\')) refuse(`a backslash (CSS escape) in ${shown(value)} is not allowed`, where);
+  if (value.includes('/*')) refuse(`a CSS comment in ${shown(value)} is not allowed`, where);
+  FUNCTION_CALL.lastIndex = 0;
+  for (let match = FUNCTION_CALL.exec(value); match; match = FUNCTION_CALL.exec(value)) {
+    const name = (match[1] ?? '').toLowerCase();
+    if (!ALLOWED_CSS_FUNCTIONS.has(name)) refuse(`the function ${shown(`${match[1] ?? ''}(`)} is not allowed`, where);
+    if (name !== 'url') continue;
+    const start = match.index + match[0].length;
+    const end = value.indexOf(')', start);
+    if (end < 0) refuse(`an unclosed url( in ${shown(value)} is not allowed`, where);
+    let target = value.slice(start, end).trim();
+    const quote = target[0];
+    if (quote === '"' || quote === "'") {
+      if (target.length < 2 || target[target.length - 1] !== quote) refuse(`a malformed url() in ${shown(value)} is not allowed`, where);
+      target = target.slice(1, -1);
+    }
+    const problem = referenceProblem(target, 'fragment');
+    if (problem) refuse(`url(${shown(target)}): ${problem}`, where);
+  }
+}

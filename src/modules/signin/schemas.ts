@@ -1,0 +1,117 @@
+import { named } from '../../http/schema.js';
+
+const PROVIDER_IDS = ['google', 'microsoft', 'github', 'facebook', 'email'] as const;
+
+export const providerListSchema = named('SignInProviders', {
+  type: 'object',
+  description: 'The ways to sign in, in display order (spec 4.3).',
+  required: ['providers'],
+  properties: {
+    providers: {
+      type: 'array',
+      description: 'The enabled identity providers and `email`, in the configured display order.',
+      items: {
+        type: 'object',
+        description: 'A way to sign in.',
+        required: ['id', 'label'],
+        properties: {
+          id: { type: 'string', enum: [...PROVIDER_IDS], description: 'The value of `provider` at `GET /auth/v1/start`, or `email` for emailed codes.' },
+          label: { type: 'string', description: 'What to show on the button.' },
+        },
+        additionalProperties: false,
+      },
+    },
+  },
+  additionalProperties: false,
+} as const);
+
+/**
+ * The query of `GET /auth/v1/start`. Values are checked by the handler, not by the schema: a
+ * bad value with a registered `redirect_uri` is answered at the client's redirect URI
+ * (RFC 6749 4.1.2.1), not with JSON.
+ */
+export const startQuerySchema = {
+  type: 'object',
+  properties: {
+    provider: { description: '`google`, `microsoft`, `github` or `facebook` (one of the enabled providers; see `GET /auth/v1/providers`). Required.' },
+    client: { description: '`console` or `mobile`. Required.' },
+    redirect_uri: { description: 'Where the person is sent back; must be registered for the client, exactly (`AUTH_CONSOLE_REDIRECT_URIS`, `AUTH_MOBILE_REDIRECT_URIS`). Required.' },
+    code_challenge: { description: 'PKCE challenge: base64url SHA-256 of the verifier, 43 characters. Required.' },
+    code_challenge_method: { description: '`S256` (the default; nothing else is accepted).' },
+    state: { description: 'At most 500 characters; returned unchanged.' },
+    link: { description: 'A link ticket (`POST /cloud/v1/me/sign-in-methods/link`): adds this provider to the signed-in person instead of signing in.' },
+  },
+  additionalProperties: true,
+} as const;
+
+const email = { type: 'string', format: 'email', maxLength: 320, description: 'The email address (compared case-insensitively).' } as const;
+
+export const emailStartSchema = named('EmailSignInStart', {
+  type: 'object',
+  description: 'Asks for a six-digit code by email (spec 4.3).',
+  required: ['email', 'client', 'redirect_uri', 'code_challenge'],
+  properties: {
+    email,
+    client: { type: 'string', enum: ['console', 'mobile'], description: 'The client asking.' },
+    redirect_uri: { type: 'string', maxLength: 2000, description: 'A redirect URI registered for the client, exactly; the one-time code is bound to it.' },
+    code_challenge: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$', description: 'PKCE challenge (base64url SHA-256 of the verifier).' },
+    code_challenge_method: { type: 'string', enum: ['S256'], description: '`S256` (the default).' },
+    state: { type: 'string', maxLength: 500, description: 'Returned unchanged by `POST /auth/v1/email/verify`.' },
+    link: { type: 'string', maxLength: 200, description: 'A link ticket: the address is added to the signed-in person instead of signing in.' },
+  },
+  additionalProperties: false,
+} as const);
+
+export const emailVerifySchema = named('EmailSignInVerify', {
+  type: 'object',
+  description: 'The emailed code, for the address it was sent to.',
+  required: ['email', 'code'],
+  properties: {
+    email,
+    code: { type: 'string', maxLength: 20, description: 'The six digits of the mail.' },
+  },
+  additionalProperties: false,
+} as const);
+
+export const emailVerifiedSchema = named('EmailSignInVerified', {
+  type: 'object',
+  description: 'A one-time code for `POST /auth/v1/token`, and the state the client sent at the start.',
+  required: ['code', 'state'],
+  properties: {
+    code: { type: 'string', description: 'One-time code (60 seconds, single use), bound to the client, redirect URI and PKCE challenge of the start.' },
+    state: { type: 'string', description: 'The `state` of `POST /auth/v1/email/start` (empty when none was sent).' },
+  },
+  additionalProperties: false,
+} as const);
+
+export const tokenRequestSchema = named('SessionTokenRequest', {
+  type: 'object',
+  description:
+    'RFC 6749 token request, as JSON or `application/x-www-form-urlencoded`. `authorization_code`: `code`, `code_verifier`, `redirect_uri`; ' +
+    '`refresh_token`: `refresh_token`. `client_id` (`console` or `mobile`) may be sent and must then be the client the code or session belongs to; ' +
+    'no client authentication. Unknown parameters are ignored (RFC 6749 3.2).',
+  required: ['grant_type'],
+  properties: {
+    grant_type: { type: 'string', maxLength: 100, description: '`authorization_code` or `refresh_token`.' },
+    code: { type: 'string', maxLength: 200, description: 'The one-time code (`authorization_code`).' },
+    code_verifier: { type: 'string', maxLength: 200, description: 'The PKCE verifier (`authorization_code`).' },
+    redirect_uri: { type: 'string', maxLength: 2000, description: 'The redirect URI the code was issued for (`authorization_code`).' },
+    refresh_token: { type: 'string', maxLength: 200, description: 'The current refresh token (`refresh_token`).' },
+    client_id: { type: 'string', maxLength: 100, description: 'Optional: `console` or `mobile`.' },
+  },
+  maxProperties: 20,
+  additionalProperties: { type: 'string', maxLength: 2000, description: 'Ignored.' },
+} as const);
+
+export const sessionTokensSchema = named('SessionTokens', {
+  type: 'object',
+  description: 'A Cloud session\'s tokens (spec 4.3). Both are opaque; only their hashes are stored.',
+  required: ['access_token', 'refresh_token', 'expires_in', 'token_type'],
+  properties: {
+    access_token: { type: 'string', description: 'Access token (`platform_sa_…`), sent as `Authorization: Bearer`.' },
+    refresh_token: { type: 'string', description: 'Refresh token (`platform_sr_…`); replaced at every refresh.' },
+    expires_in: { type: 'integer', description: 'Seconds the access token has left (900 by default).' },
+    token_type: { type: 'string', enum: ['Bearer'], description: '`Bearer`.' },
+  },
+  additionalProperties: false,
+} as const);

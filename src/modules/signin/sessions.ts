@@ -1,0 +1,132 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import { pairWithinGrace, sealPair } from '../../auth/refresh-grace.js';
+import { ApiError } from '../../http/errors.js';
+import type { Clock } from '../../util/clock.js';
+import { newId } from '../../util/ids.js';
+import { hashSecret, newSecret } from '../../util/secrets.js';
+import type { CloudSessionRecord, SessionTokenRecord } from './entities.js';
+import { SignInStore } from './store.js';
+
+/**
+ * Cloud sessions (spec 4.3, 5): a person signed in on one client. Opaque tokens, stored only as
+ * SHA-256 hashes: `platform_sa_` access tokens (15 minutes) and `platform_sr_` refresh tokens
+ * (30 days), both configurable. The prefixes are the platform's own (`platform_…`), so the log
+ * and ingest redaction that recognises them by prefix removes them wherever they stray.
+ *
+ * Rotation: every refresh replaces the refresh token. A replaced refresh token presented again
+ * ends the whole session (every token of it stops), except within the grace shared with device
+ * tokens (auth/refresh-grace.ts): a concurrent refresh of the same token gets the same new pair.
+ * Refreshes of one session take turns on the session's row (`SELECT … FOR UPDATE` on MySQL;
+ * SQLite runs one transaction at a time), so of two concurrent refreshes the second always sees
+ * what the first wrote.
+ */
+
+export const SESSION_ACCESS_PREFIX = 'platform_sa_';
+export const SESSION_REFRESH_PREFIX = 'platform_sr_';
+
+export interface SessionTokens {
+  access_token: string;
+  refresh_token: string;
+  expires_in: number;
+  token_type: 'Bearer';
+}
+
+export interface SessionLifetimes {
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlSeconds: number;
+  refreshGraceSeconds: number;
+}
+
+/** Token endpoint refusal (RFC 6749 5.2): 400 with `error` and `error_description`. */
+export const oauthError = (code: string, message: string): ApiError => new ApiError(400, code, message, { oauth: true });
+
+type RefreshOutcome = { tokens: SessionTokens } | { refusal: string; endSession?: string };
+
+export class CloudSessions {
+  private readonly store: SignInStore;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly clock: Clock,
+    private readonly lifetimes: SessionLifetimes,
+  ) {
+    this.store = new SignInStore(dataSource);
+  }
+
+  private newPair(sessionId: string, now: Date): { tokens: SessionTokens; rows: SessionTokenRecord[] } {
+    const access = newSecret(SESSION_ACCESS_PREFIX);
+    const refresh = newSecret(SESSION_REFRESH_PREFIX);
+    const pairId = newId('tok');
+    const base = { sessionId, pairId, createdAt: now, usedAt: null, graceSealed: null, graceUntil: null, revokedAt: null };
+    return {
+      tokens: { access_token: access, refresh_token: refresh, expires_in: this.lifetimes.accessTokenTtlSeconds, token_type: 'Bearer' },
+      rows: [
+        { ...base, id: newId('tok'), kind: 'access', tokenHash: hashSecret(access), expiresAt: new Date(now.getTime() + this.lifetimes.accessTokenTtlSeconds * 1000) },
+        { ...base, id: pairId, kind: 'refresh', tokenHash: hashSecret(refresh), expiresAt: new Date(now.getTime() + this.lifetimes.refreshTokenTtlSeconds * 1000) },
+      ],
+    };
+  }
+
+  /** A new session and its first pair, inside the caller's transaction. */
+  async start(manager: EntityManager, session: Omit<CloudSessionRecord, 'createdAt' | 'endedAt'>): Promise<SessionTokens> {
+    const now = this.clock.now();
+    const store = this.store.withManager(manager);
+    await store.insertSession({ ...session, createdAt: now, endedAt: null });
+    const { tokens, rows } = this.newPair(session.id, now);
+    await store.insertTokens(rows);
+    return tokens;
+  }
+
+  /**
+   * `grant_type=refresh_token`. `client` is the `client_id` the request named, if any: a session
+   * started by one client is not refreshed by another.
+   */
+  async refresh(refreshToken: string, client: string | undefined): Promise<SessionTokens> {
+    const hash = refreshToken.startsWith(SESSION_REFRESH_PREFIX) ? hashSecret(refreshToken) : undefined;
+    const first = hash ? await this.store.findToken(hash) : null;
+    if (!hash || !first || first.kind !== 'refresh') throw oauthError('invalid_grant', 'the refresh token is not valid');
+    const now = this.clock.now();
+    const outcome = await this.dataSource.transaction(async (manager): Promise<RefreshOutcome> => {
+      const store = this.store.withManager(manager);
+      const session = await store.lockSession(first.sessionId);
+      const token = await store.findTokenLocked(hash);
+      if (!session || !token) return { refusal: 'the refresh token is not valid' };
+      if (session.endedAt || token.revokedAt) return { refusal: 'the session has ended; sign in again' };
+      if (token.expiresAt.getTime() <= now.getTime()) return { refusal: 'the refresh token has expired; sign in again' };
+      if (client !== undefined && client !== session.client) return { refusal: 'the refresh token was issued to another client' };
+      if (token.usedAt === null) {
+        const { tokens, rows } = this.newPair(session.id, now);
+        const graceUntil = this.lifetimes.refreshGraceSeconds > 0 ? new Date(now.getTime() + this.lifetimes.refreshGraceSeconds * 1000) : null;
+        const sealed = graceUntil ? sealPair(tokens, refreshToken, token.id) : null;
+        if (!(await store.markRefreshUsed(token.id, now, sealed, graceUntil))) return { refusal: 'the refresh token is not valid' };
+        await store.insertTokens(rows);
+        await store.eraseSpentGrace(session.id, now);
+        return { tokens };
+      }
+      const again = await pairWithinGrace<SessionTokens>(token, refreshToken, now, async (pair) => {
+        const replacement = await store.findToken(hashSecret(pair.refresh_token));
+        return replacement === null || replacement.usedAt !== null || replacement.revokedAt !== null;
+      });
+      if (again) return { tokens: again };
+      return { refusal: 'the refresh token was already used; the session has ended, sign in again', endSession: session.id };
+    });
+    if ('tokens' in outcome) return outcome.tokens;
+    // Ended after the transaction that found the replay, so the refusal cannot roll it back.
+    if (outcome.endSession) await this.end(outcome.endSession);
+    throw oauthError('invalid_grant', outcome.refusal);
+  }
+
+  /** The session behind a current access token. */
+  async resolveAccessToken(accessToken: string): Promise<CloudSessionRecord | undefined> {
+    if (!accessToken.startsWith(SESSION_ACCESS_PREFIX)) return undefined;
+    const found = await this.store.findAccessToken(hashSecret(accessToken));
+    if (!found || found.revoked || found.session.endedAt) return undefined;
+    if (found.expiresAt.getTime() <= this.clock.now().getTime()) return undefined;
+    return found.session;
+  }
+
+  /** Ends sessions: every token issued in them stops working at once. */
+  async end(...sessionIds: string[]): Promise<void> {
+    await this.dataSource.transaction((manager) => this.store.withManager(manager).endSessions({ ids: sessionIds }, this.clock.now()));
+  }
+}

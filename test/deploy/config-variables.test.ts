@@ -1,0 +1,133 @@
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse as parseYaml, parseAllDocuments } from 'yaml';
+import { renderChart } from '../../scripts/chart.mjs';
+import { CONFIG_VARIABLES, loadConfig, type ConfigVariable } from '../../src/config.js';
+
+// One list (CONFIG_VARIABLES in src/config.ts) against everything that must agree with it: what
+// loadConfig reads, the defaults it applies, the README's configuration table, and the Helm chart.
+// Adding a variable to loadConfig without the rest fails here, saying what is missing.
+
+const root = join(import.meta.dirname, '..', '..');
+const names = CONFIG_VARIABLES.map((variable) => variable.name);
+const listed = new Set(names);
+
+/** The variables loadConfig asks an environment for, with these values set. */
+function read(env: Record<string, string>): Set<string> {
+  const asked = new Set<string>();
+  const spy = new Proxy(env, {
+    get(target, key) {
+      if (typeof key === 'string') asked.add(key);
+      return target[key as string];
+    },
+  });
+  loadConfig(spy);
+  return asked;
+}
+
+/** The `name: X` variables the chart's Deployment sets explicitly, beside its ConfigMap and Secret. */
+async function chartSetVariables(): Promise<Set<string>> {
+  const result = await renderChart([]);
+  if (!result.ok) throw new Error(result.error);
+  const deployment = parseAllDocuments(result.manifest)
+    .map((document) => document.toJS() as { kind?: string; spec?: { template: { spec: { containers: { env?: { name: string }[] }[] } } } } | null)
+    .find((object) => object?.kind === 'Deployment');
+  return new Set(deployment!.spec!.template.spec.containers[0]!.env?.map((variable) => variable.name) ?? []);
+}
+
+describe('CONFIG_VARIABLES', () => {
+  it('names each variable once', () => {
+    expect(new Set(names).size).toBe(names.length);
+    for (const name of names) expect(name).toMatch(/^[A-Z][A-Z0-9_]*$/);
+  });
+
+  it('lists exactly the variables loadConfig reads, on self-hosted and on Cloud (every identity provider enabled)', () => {
+    const cloud = { PLATFORM_DEPLOYMENT: 'cloud', PLATFORM_BASE_URL: 'https://api.platform.test' };
+    // A provider's endpoints are read only when it is enabled.
+    const providers = Object.fromEntries(
+      ['GOOGLE', 'MICROSOFT', 'GITHUB', 'FACEBOOK'].flatMap((p) => [[`${p}_CLIENT_ID`, 'id'], [`${p}_CLIENT_SECRET`, 'secret']]),
+    );
+    const asked = new Set([...read({}), ...read(cloud), ...read({ ...cloud, ...providers })]);
+    expect([...asked].filter((name) => !listed.has(name))).toEqual([]);
+    expect(names.filter((name) => !asked.has(name))).toEqual([]);
+  });
+
+  it('lists every variable name written in src/config.ts (also those read only in some configurations)', () => {
+    const source = readFileSync(join(root, 'src', 'config.ts'), 'utf8');
+    const code = source.slice(0, source.indexOf('export const CONFIG_VARIABLES'));
+    const written = new Set([...code.matchAll(/'([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)'/g)].map((match) => match[1]!));
+    expect([...written].filter((name) => !listed.has(name))).toEqual([]);
+  });
+
+  it.each(CONFIG_VARIABLES.filter((variable) => variable.default !== undefined).map((variable) => [variable.name, variable.default!]))(
+    'gives %s the default loadConfig applies (%s)',
+    (name, value) => {
+      expect(loadConfig({ [name]: value })).toEqual(loadConfig({}));
+    },
+  );
+
+  it("matches the README's configuration table, defaults included", () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('\n## ', readme.indexOf('## Configuration') + 1));
+    const rows = new Map([...section.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \| ([^|]*) \|/gm)].map((match) => [match[1]!, match[2]!]));
+    expect([...rows.keys()].sort()).toEqual([...names].sort());
+    for (const variable of CONFIG_VARIABLES) {
+      if (variable.default !== undefined) expect(`${variable.name}: ${rows.get(variable.name)}`).toContain(`\`${variable.default}\``);
+    }
+  });
+});
+
+describe('the Helm chart', () => {
+  const values = parseYaml(readFileSync(join(root, 'charts', 'platform', 'values.yaml'), 'utf8')) as {
+    config: Record<string, unknown>;
+    secrets: Record<string, unknown>;
+  };
+  const schema = JSON.parse(readFileSync(join(root, 'charts', 'platform', 'values.schema.json'), 'utf8')) as {
+    properties: Record<string, { properties: Record<string, { description?: string }>; additionalProperties: boolean }>;
+  };
+  let chartSet: Set<string>;
+  /** Where the chart deliberately differs from the service's default, and why. */
+  const CHART_DEFAULTS: Record<string, string> = {
+    // A cluster is never reached as localhost: no organisation is created for it.
+    PLATFORM_BOOTSTRAP_LOCALHOST: 'false',
+  };
+
+  beforeAll(async () => {
+    chartSet = await chartSetVariables();
+  });
+
+  it.each(CONFIG_VARIABLES.map((variable): [string, ConfigVariable] => [variable.name, variable]))('has a place for %s', (name, variable) => {
+    if (chartSet.has(name) && !variable.secret) {
+      // Set by the chart itself (the container port, migrations in the hook Job): not a value.
+      expect(values.config).not.toHaveProperty(name);
+      return;
+    }
+    // A secret lives in the Secret (or the existing one), anything else in the ConfigMap; each in
+    // values.yaml (documented, in the chart README) and in values.schema.json.
+    const section = variable.secret ? 'secrets' : 'config';
+    const other = variable.secret ? 'config' : 'secrets';
+    expect(values[section]).toHaveProperty(name);
+    expect(values[other]).not.toHaveProperty(name);
+    expect(schema.properties[section]!.properties[name]?.description).toBeTruthy();
+    expect(schema.properties[other]!.properties).not.toHaveProperty(name);
+  });
+
+  it('knows no setting the service does not read, and refuses unknown ones', () => {
+    for (const section of ['config', 'secrets'] as const) {
+      expect(Object.keys(values[section]).filter((name) => !listed.has(name))).toEqual([]);
+      expect(Object.keys(schema.properties[section]!.properties).sort()).toEqual(Object.keys(values[section]).sort());
+      expect(schema.properties[section]!.additionalProperties).toBe(false);
+    }
+  });
+
+  it('starts from the service defaults, except where it says why not', () => {
+    for (const variable of CONFIG_VARIABLES) {
+      const value = variable.secret ? values.secrets[variable.name] : values.config[variable.name];
+      // Unset (set by the chart, or empty: the service's default applies).
+      if (value === undefined || value === '') continue;
+      const expected = CHART_DEFAULTS[variable.name] ?? variable.default;
+      expect(`${variable.name}=${String(value)}`).toBe(`${variable.name}=${expected}`);
+    }
+  });
+});

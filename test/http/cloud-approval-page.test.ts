@@ -1,0 +1,192 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import request, { type Response } from 'supertest';
+import { BASE_URL, createTeam, emailSignIn, lastMailTo, pkce, startCloud, type CloudPlatform, type SignedIn } from '../support/cloud.js';
+import { FakeOAuthProvider } from '../support/oauth2-server.js';
+import { call } from '../support/platform.js';
+import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
+
+/**
+ * The built-in approval page on Cloud (`/device`): the person signs in through the Cloud flow
+ * (an enabled provider, or an emailed code), sees the device, and approves it into one of their
+ * organisations where they may approve that kind of device. The browser suite does the same in
+ * Chromium.
+ */
+
+let platform: CloudPlatform;
+let github: FakeOAuthProvider;
+let owner: SignedIn;
+let member: SignedIn;
+let team: OrganisationRecord;
+
+beforeAll(async () => {
+  github = await FakeOAuthProvider.start('github');
+  platform = await startCloud({ env: { ...github.env(), OIDC_ALLOW_HTTP_LOOPBACK: 'true' } });
+  owner = await emailSignIn(platform, 'page-owner@example.test');
+  member = await emailSignIn(platform, 'page-member@example.test');
+  team = await createTeam(platform, 'Page Team', [[owner.personId, 'owner'], [member.personId, 'member']]);
+});
+afterAll(async () => {
+  await platform?.close();
+  await github?.close();
+});
+
+interface Browser {
+  cookie: string | undefined;
+}
+
+function remember(browser: Browser, res: Response): void {
+  for (const line of ([] as string[]).concat(res.headers['set-cookie'] ?? [])) {
+    const pair = line.split(';')[0]!;
+    browser.cookie = pair.endsWith('=') ? undefined : pair;
+  }
+}
+
+async function get(browser: Browser, path: string): Promise<Response> {
+  let test = request(platform.app).get(path);
+  if (browser.cookie) test = test.set('Cookie', browser.cookie);
+  const res = await test;
+  remember(browser, res);
+  return res;
+}
+
+async function post(browser: Browser, path: string, form: Record<string, string>, origin = BASE_URL): Promise<Response> {
+  let test = request(platform.app).post(path).type('form').set('Origin', origin);
+  if (browser.cookie) test = test.set('Cookie', browser.cookie);
+  const res = await test.send(form);
+  remember(browser, res);
+  return res;
+}
+
+const title = (res: Response) => /<h1>([^<]*)<\/h1>/.exec(res.text)?.[1];
+
+async function askForCode(kind: 'workbench' | 'node' = 'workbench') {
+  const res = await call(platform, 'post', '/relay/v1/device/code', { body: { workspaceId: 'ws-page', name: `Page ${kind}`, kind } });
+  return res.body as { device_code: string; user_code: string; interval: number; verification_uri_complete: string };
+}
+
+/** Signs the browser in with an emailed code, from the page. */
+async function signInByEmail(browser: Browser, email: string, userCode: string): Promise<Response> {
+  const started = await post(browser, '/device/sign-in', { provider: 'email', email, user_code: userCode });
+  expect(started.status).toBe(200);
+  expect(title(started)).toBe('Enter your code');
+  const digits = (await lastMailTo(platform.outbox, email)).digits!;
+  const done = await post(browser, '/device/email-code', { code: digits });
+  expect(done.status).toBe(303);
+  expect(done.headers.location).toBe('/device');
+  return get(browser, '/device');
+}
+
+describe('signing in on the Cloud approval page', () => {
+  it('offers every enabled provider and an emailed code, and lets the browser reach the providers only (CSP form-action)', async () => {
+    const asked = await askForCode();
+    const res = await get({ cookie: undefined }, `/device?user_code=${asked.user_code}`);
+    expect(res.status).toBe(200);
+    expect(title(res)).toBe('Sign in to connect a device');
+    expect(res.text).toContain('Continue with GitHub');
+    expect(res.text).toContain('name="email"');
+    expect(res.headers['content-security-policy']).toContain(`form-action 'self' ${github.origin}`);
+    expect(res.text).not.toContain('Page workbench');
+  });
+
+  it('with an emailed code: a wrong code is shown again with a note, the right one signs in; then approve into a team', async () => {
+    const asked = await askForCode();
+    const browser: Browser = { cookie: undefined };
+    const started = await post(browser, '/device/sign-in', { provider: 'email', email: 'page-member@example.test', user_code: asked.user_code });
+    expect(title(started)).toBe('Enter your code');
+    expect(browser.cookie).toMatch(/^__Host-platform_device=platform_ws_/);
+    const digits = (await lastMailTo(platform.outbox, 'page-member@example.test')).digits!;
+    const wrong = await post(browser, '/device/email-code', { code: String((Number(digits) + 1) % 1_000_000).padStart(6, '0') });
+    expect(wrong.status).toBe(400);
+    expect(wrong.text).toContain('That code is wrong or has expired');
+    const done = await post(browser, '/device/email-code', { code: digits });
+    expect(done.status).toBe(303);
+    const shown = await get(browser, '/device');
+    expect(title(shown)).toBe('Approve this device?');
+    expect(shown.text).toContain('Page workbench');
+    expect(shown.text).toContain(`<option value="${team.id}">Page Team</option>`);
+    expect(shown.text).toContain(`<option value="${member.personalOrganisationId}">`);
+    const csrf = /name="csrf" value="([^"]+)"/.exec(shown.text)![1]!;
+    const decided = await post(browser, '/device/decision', { csrf, user_code: asked.user_code, decision: 'approve', organisation: team.id });
+    expect(decided.status).toBe(200);
+    expect(title(decided)).toBe('Device approved');
+    platform.clock.advance(asked.interval * 1000);
+    const tokens = await call(platform, 'post', '/relay/v1/device/token', { body: { device_code: asked.device_code } });
+    expect(tokens.status).toBe(200);
+    const organisation = await call(platform, 'get', '/platform/v1/organisation', { headers: { Authorization: `Bearer ${tokens.body.access_token}` } });
+    expect(organisation.body.id).toBe(team.id);
+  });
+
+  it('with a provider: the page sends the browser there, and the Cloud callback brings it back signed in', async () => {
+    const asked = await askForCode();
+    const browser: Browser = { cookie: undefined };
+    github.user = { id: 8080, name: 'Page Octo', emails: [{ email: 'page-owner@example.test', primary: true, verified: true }] };
+    const started = await post(browser, '/device/sign-in', { provider: 'github', user_code: asked.user_code });
+    expect(started.status).toBe(303);
+    const back = await github.authorize(started.headers.location!);
+    const callback = await get(browser, `${back.pathname}${back.search}`);
+    expect(callback.status).toBe(302);
+    const toPage = new URL(callback.headers.location!);
+    expect(`${toPage.origin}${toPage.pathname}`).toBe(`${BASE_URL}/device/callback`);
+    // The page's one-time code is for the page alone.
+    const { verifier } = await pkce();
+    const stolen = await call(platform, 'post', '/auth/v1/token', {
+      body: { grant_type: 'authorization_code', code: toPage.searchParams.get('code'), code_verifier: verifier, redirect_uri: `${BASE_URL}/device/callback` },
+    });
+    expect(stolen.body.error).toBe('invalid_grant');
+    const signedIn = await get(browser, `${toPage.pathname}${toPage.search}`);
+    expect(signedIn.status).toBe(303);
+    const shown = await get(browser, '/device');
+    expect(title(shown)).toBe('Approve this device?');
+    // GitHub's verified address joined the owner's account: their team is offered.
+    expect(shown.text).toContain(`<option value="${team.id}">Page Team</option>`);
+  });
+
+  it('offers only organisations where the person may approve the kind: a member sees no team for a node', async () => {
+    const node = await askForCode('node');
+    const browser: Browser = { cookie: undefined };
+    const shown = await signInByEmail(browser, 'page-member@example.test', node.user_code);
+    expect(title(shown)).toBe('Approve this device?');
+    expect(shown.text).not.toContain(team.id);
+    const csrf = /name="csrf" value="([^"]+)"/.exec(shown.text)![1]!;
+    // Naming the team anyway is refused; an organisation that is not theirs too.
+    expect((await post(browser, '/device/decision', { csrf, user_code: node.user_code, decision: 'approve', organisation: team.id })).status).toBe(403);
+    const elsewhere = await post(browser, '/device/decision', { csrf, user_code: node.user_code, decision: 'approve', organisation: owner.personalOrganisationId });
+    expect(elsewhere.status).toBe(400);
+    expect(title(elsewhere)).toBe('Choose an organisation');
+  });
+
+  it('refuses a form from another site, a callback it did not start, and passes on a refusal at the provider', async () => {
+    const browser: Browser = { cookie: undefined };
+    expect((await post(browser, '/device/sign-in', { provider: 'email', email: 'x@example.test' }, 'https://evil.test')).status).toBe(403);
+    expect((await get(browser, '/device/callback?code=platform_sc_x&state=nope')).status).toBe(400);
+    expect((await post(browser, '/device/email-code', { code: '123456' })).status).toBe(400);
+    const bad = await post(browser, '/device/sign-in', { provider: 'email', email: 'not-an-address' });
+    expect(bad.status).toBe(400);
+    expect(bad.text).toContain('That is not an email address.');
+    const unknown = await post(browser, '/device/sign-in', { provider: 'yahoo' });
+    expect(unknown.status).toBe(400);
+
+    github.refuse = true;
+    try {
+      const started = await post(browser, '/device/sign-in', { provider: 'github' });
+      const back = await github.authorize(started.headers.location!);
+      const callback = await get(browser, `${back.pathname}${back.search}`);
+      const toPage = new URL(callback.headers.location!);
+      expect(toPage.searchParams.get('error')).toBe('access_denied');
+      const page = await get(browser, `${toPage.pathname}${toPage.search}`);
+      expect(page.status).toBe(403);
+      expect(title(page)).toBe('Sign-in failed');
+    } finally {
+      github.refuse = false;
+    }
+  });
+
+  it('signs out', async () => {
+    const asked = await askForCode();
+    const browser: Browser = { cookie: undefined };
+    const shown = await signInByEmail(browser, 'page-owner@example.test', asked.user_code);
+    const csrf = /name="csrf" value="([^"]+)"/.exec(shown.text)![1]!;
+    expect((await post(browser, '/device/sign-out', { csrf })).status).toBe(303);
+    expect(title(await get(browser, `/device?user_code=${asked.user_code}`))).toBe('Sign in to connect a device');
+  });
+});
