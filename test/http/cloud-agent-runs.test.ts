@@ -325,8 +325,8 @@ describe('POST /cloud-agents/v1/runs/{runId}/events', () => {
     ['a sentence over two lines', { kind: 'progress', sentence: 'one\ntwo' }, 'body.events[0].sentence'],
     ['a sentence over 300 characters', { kind: 'progress', sentence: 'x'.repeat(301) }, 'body.events[0].sentence'],
     ['a page that is not http(s)', { kind: 'started', pageUrl: 'javascript:alert(1)' }, 'body.events[0].pageUrl'],
-    ['a time before the year 2000', { kind: 'started', at: '0000-01-01T00:00:00+14:00' }, 'body.events[0].at'],
-    ['a time past the year 2999', { kind: 'started', at: '9999-12-31T23:59:59-12:00' }, 'body.events[0].at'],
+    ['a time before the year 1000 (UTC)', { kind: 'started', at: '1000-01-01T00:00:00+14:00' }, 'body.events[0].at'],
+    ['a time past the year 9999 (UTC)', { kind: 'started', at: '9999-12-31T23:59:59-12:00' }, 'body.events[0].at'],
     ['a pull request URL over 2048 characters', { kind: 'pull_request_opened', pullRequestUrl: `https://git.example/${'a'.repeat(2048)}` }, 'body.events[0].pullRequestUrl'],
   ])('refuses %s (400 invalid_request)', async (_what, event, field) => {
     const res = await events(runId, workbench, { events: [{ at: platform.clock.now().toISOString(), ...event }] });

@@ -72,7 +72,7 @@ export const runEventSchema = named('CloudAgentRunEvent', {
   description: 'What happened to a run at the provider. Never task text: unknown fields are refused, and fields named like task text (`task`, `prompt`, `text`, …) with `task_text_not_allowed`.',
   required: ['at', 'kind'],
   properties: {
-    at: { ...timestampSchema, description: 'When it happened (in the years 2000 to 2999).' },
+    at: { ...timestampSchema, description: 'When it happened, in the years 1000 to 9999 (UTC): what a stored timestamp holds.' },
     kind: { type: 'string', enum: [...RUN_EVENT_KINDS], description: 'What happened.' },
     providerTaskId: idText("The provider's id of the task.", 200),
     pageUrl: httpUrl("The task's page at the provider."),

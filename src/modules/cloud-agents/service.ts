@@ -9,14 +9,12 @@ import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { hashSecret, newSecret } from '../../util/secrets.js';
 import type { EffectivePolicy } from '../policy/service.js';
-import { instant } from '../ingest/store.js';
+import { instant, storableInstant } from '../../util/time.js';
 import type { CloudAgentRunRecord } from './entities.js';
 import { MAX_EVENTS_PER_RUN, type RUN_EVENT_KINDS } from './schemas.js';
 import { CloudAgentStore } from './store.js';
 
 export const RUN_CREDENTIAL_PREFIX = 'platform_cr_';
-const EARLIEST_EVENT = Date.UTC(2000, 0, 1);
-const LATEST_EVENT = Date.UTC(2999, 11, 31, 23, 59, 59, 999);
 
 export interface RunRegistration {
   provider: string;
@@ -152,14 +150,8 @@ export class CloudAgentService {
   /** Stores a report of events; only the registering workbench, and not after the run ended. */
   async recordEvents(principal: Principal, runId: string, events: readonly RunEvent[]): Promise<number> {
     const now = this.deps.clock.now();
-    // RFC 3339 allows years no database column holds (and offsets that push 0000 or 9999 past
-    // them): times outside these centuries are refused, never handed to the database.
-    events.forEach((event, index) => {
-      const at = instant(event.at).getTime();
-      if (!(at >= EARLIEST_EVENT && at <= LATEST_EVENT)) {
-        throw invalidRequest(`body.events[${index}].at must be a time in the years 2000 to 2999`, { field: `body.events[${index}].at` });
-      }
-    });
+    // RFC 3339 allows times no stored timestamp holds: refused, never handed to the database.
+    const times = events.map((event, index) => storableInstant(event.at, `body.events[${index}].at`));
     await this.deps.dataSource.transaction(async (manager) => {
       const store = new CloudAgentStore(manager);
       const run = await this.ownRun(store, principal, runId);
@@ -169,9 +161,9 @@ export class CloudAgentService {
         throw conflict('run_event_limit', `a run keeps at most ${MAX_EVENTS_PER_RUN} events; it holds ${held}`, { max: MAX_EVENTS_PER_RUN });
       }
       await store.insertEvents(
-        events.map((event) => ({
+        events.map((event, index) => ({
           runId: run.id,
-          at: instant(event.at),
+          at: times[index]!,
           kind: event.kind,
           providerTaskId: event.providerTaskId ?? null,
           pageUrl: event.pageUrl ?? null,
