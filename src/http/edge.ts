@@ -38,8 +38,12 @@ export const REDACTED_PATHS = [
 /** Query parameters that carry secrets through a browser's address bar (sign-in answers, user codes). */
 const SECRET_QUERY_PARAMETERS = new Set(['code', 'state', 'user_code', 'access_token', 'id_token', 'token', 'code_verifier', 'link']);
 
-/** A request URL as logs may show it: values of secret-bearing query parameters replaced. */
-export function redactUrl(url: string): string {
+/** The service's own secrets by their shape (`platform_iv_…` in an invitation's path). */
+const PLATFORM_SECRET = /platform_([a-z]{2})_[A-Za-z0-9_-]+/g;
+
+/** A request URL as logs may show it: the service's secrets in its path and values of secret-bearing query parameters replaced. */
+export function redactUrl(raw: string): string {
+  const url = raw.replace(PLATFORM_SECRET, 'platform_$1_[Redacted]');
   const index = url.indexOf('?');
   if (index < 0) return url;
   const query = url

@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { ORGANISATION_ROLES, type OrganisationRole } from '../../auth/principal.js';
-import { isUniqueViolation } from '../../db/errors.js';
+import { isUniqueViolation, withRetries } from '../../db/errors.js';
 import { conflict, invalidRequest, notFound } from '../../http/errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
@@ -293,35 +293,47 @@ export class OrganisationService {
    * Deletes a Cloud person (spec 4.4): refused with 409 `sole_owner`, listing them, while the
    * person is the only owner of teams that have other people. Otherwise every organisation only
    * they belong to goes with all its contents, they leave every other one, join keys they created
-   * stop, and the person goes with every sign-in method, session, device and membership (the
-   * foreign keys cascade). Answers the ids of the organisations deleted.
+   * stop, and the person goes with every sign-in method, session, device, membership and
+   * invitation they sent (the foreign keys cascade). Answers the ids of the organisations deleted.
+   *
+   * The person's organisations are locked (in id order, as every change of a team's memberships
+   * locks its team first: teams/service.ts) before anything is decided, and their members are
+   * read with locking reads: a concurrent demotion, removal or departure in one of them either
+   * ran before and is seen, or waits and then finds the person gone. So "a team keeps an owner"
+   * holds here too.
    */
   async deleteCloudPerson(personId: string): Promise<string[]> {
-    return this.dataSource.transaction(async (manager) => {
-      const store = this.store.withManager(manager);
-      const memberships = await store.membershipsOf(personId);
-      const soleOwnerOf: string[] = [];
-      const alone: string[] = [];
-      for (const { organisation, role } of memberships) {
-        const others = (await store.activeMembers(organisation.id)).filter((member) => member.personId !== personId);
-        if (others.length === 0) alone.push(organisation.id);
-        else if (role === 'owner' && !others.some((member) => member.role === 'owner')) soleOwnerOf.push(organisation.id);
-      }
-      if (soleOwnerOf.length) {
-        throw conflict('sole_owner', 'you are the only owner of teams that have other people: make someone else an owner, or remove them, first', {
-          organisations: soleOwnerOf,
-        });
-      }
-      const now = this.clock.now();
-      for (const id of alone) await store.deleteOrganisation(id);
-      await manager
-        .createQueryBuilder()
-        .update('JoinKey')
-        .set({ revokedAt: now })
-        .where('created_by = :personId AND revoked_at IS NULL', { personId })
-        .execute();
-      await store.deletePerson(personId);
-      return alone;
-    });
+    return withRetries(3, () =>
+      this.dataSource.transaction(async (manager) => {
+        const store = this.store.withManager(manager);
+        const listed = (await store.membershipsOf(personId)).map(({ organisation }) => organisation.id);
+        const locked = new Set((await store.lockOrganisations(listed)).map((organisation) => organisation.id));
+        const soleOwnerOf: string[] = [];
+        const alone: string[] = [];
+        for (const organisationId of listed.filter((id) => locked.has(id))) {
+          const members = await store.activeMembers(organisationId, { lock: true });
+          const own = members.find((member) => member.personId === personId);
+          if (!own) continue;
+          const others = members.filter((member) => member.personId !== personId);
+          if (others.length === 0) alone.push(organisationId);
+          else if (own.role === 'owner' && !others.some((member) => member.role === 'owner')) soleOwnerOf.push(organisationId);
+        }
+        if (soleOwnerOf.length) {
+          throw conflict('sole_owner', 'you are the only owner of teams that have other people: make someone else an owner, or remove them, first', {
+            organisations: soleOwnerOf,
+          });
+        }
+        const now = this.clock.now();
+        for (const id of alone) await store.deleteOrganisation(id);
+        await manager
+          .createQueryBuilder()
+          .update('JoinKey')
+          .set({ revokedAt: now })
+          .where('created_by = :personId AND revoked_at IS NULL', { personId })
+          .execute();
+        await store.deletePerson(personId);
+        return alone;
+      }),
+    );
   }
 }
