@@ -69,6 +69,22 @@ export function roleFromClaim(value: unknown): OrganisationRole | undefined {
   return undefined;
 }
 
+/** A new Cloud organisation (a person's own, or a team): no host names, no identity provider of its own. */
+export function cloudOrganisation(name: string, kind: 'personal' | 'team', plan: OrganisationPlan, now: Date): OrganisationRecord {
+  return {
+    id: newId('org'),
+    name,
+    kind,
+    plan,
+    oidcIssuer: null,
+    oidcClientId: null,
+    oidcApiScope: null,
+    oidcAudience: null,
+    oidcRoleClaim: null,
+    createdAt: now,
+  };
+}
+
 export class OrganisationService {
   private readonly store: OrganisationStore;
 
@@ -253,18 +269,7 @@ export class OrganisationService {
     const now = this.clock.now();
     const name = input.name.trim().slice(0, 100) || 'New person';
     const person: PersonRecord = { id: newId('usr'), name, email: input.email, createdAt: now };
-    const organisation: OrganisationRecord = {
-      id: newId('org'),
-      name,
-      kind: 'personal',
-      plan: 'free',
-      oidcIssuer: null,
-      oidcClientId: null,
-      oidcApiScope: null,
-      oidcAudience: null,
-      oidcRoleClaim: null,
-      createdAt: now,
-    };
+    const organisation = cloudOrganisation(name, 'personal', 'free', now);
     await store.insertPerson(person);
     await store.insert(organisation, []);
     await store.insertMembership({ organisationId: organisation.id, personId: person.id, role: 'owner', createdAt: now, removedAt: null });

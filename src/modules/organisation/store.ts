@@ -1,4 +1,5 @@
 import { IsNull, type DataSource, type EntityManager } from 'typeorm';
+import { storedDate } from '../../db/dates.js';
 import type { OrganisationRole } from '../../auth/principal.js';
 import {
   MembershipEntity,
@@ -18,12 +19,6 @@ export interface MemberView {
   email: string | null;
   role: OrganisationRole;
   joinedAt: Date;
-}
-
-/** A datetime as a raw query returns it: a Date from MySQL, UTC text from SQLite. */
-function storedDate(value: unknown): Date {
-  if (value instanceof Date) return value;
-  return new Date(`${String(value).replace(' ', 'T')}Z`);
 }
 
 /** The only code that queries organisations, host names, people, identities and memberships. */

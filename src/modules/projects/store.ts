@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
+import { storedDate } from '../../db/dates.js';
 import type { OrganisationRole, ProjectRole } from '../../auth/principal.js';
 import { MembershipEntity, OrganisationEntity, PersonEntity } from '../organisation/entities.js';
 import { ProjectEntity, ProjectMemberEntity, type ProjectMemberRecord, type ProjectRecord } from './entities.js';
@@ -29,12 +30,6 @@ export interface ProjectContents {
 }
 
 const INGEST_TABLES = ['ingest_events', 'ingest_usage', 'ingest_audit', 'ingest_tasks'] as const;
-
-/** A datetime as a raw query returns it: a Date from MySQL, UTC text from SQLite. */
-function storedDate(value: unknown): Date {
-  if (value instanceof Date) return value;
-  return new Date(`${String(value).replace(' ', 'T')}Z`);
-}
 
 /** A person who belongs to an organisation, with their organisation role. */
 export interface OrganisationMemberView {

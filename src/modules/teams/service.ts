@@ -1,3 +1,4 @@
+import { subject } from '@casl/ability';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
 import { defineAbilityFor, type AppAbility } from '../../../policies/index.js';
@@ -13,12 +14,12 @@ import { newId } from '../../util/ids.js';
 import { hashSecret, newSecret } from '../../util/secrets.js';
 import type { MembershipRecord, OrganisationRecord } from '../organisation/entities.js';
 import { organisationSummary } from '../organisation/schemas.js';
+import { cloudOrganisation } from '../organisation/service.js';
 import { OrganisationStore, type MemberView } from '../organisation/store.js';
 import { normaliseEmail } from '../signin/service.js';
 import { SignInStore } from '../signin/store.js';
 import type { InvitationRecord } from './entities.js';
 import { InvitationStore, type InvitationView } from './store.js';
-import { subject } from '@casl/ability';
 
 /**
  * Cloud teams (spec 2.4, 2.7-2.9, 3, 4.5): teams, their members and roles, and invitations.
@@ -165,18 +166,7 @@ export class TeamService {
   /** A new team, the caller its owner (spec 4.5). */
   async createTeam(caller: Caller, name: string): Promise<OrganisationSummary> {
     const now = this.clock.now();
-    const organisation: OrganisationRecord = {
-      id: newId('org'),
-      name: teamName(name),
-      kind: 'team',
-      plan: this.options.config.plan,
-      oidcIssuer: null,
-      oidcClientId: null,
-      oidcApiScope: null,
-      oidcAudience: null,
-      oidcRoleClaim: null,
-      createdAt: now,
-    };
+    const organisation = cloudOrganisation(teamName(name), 'team', this.options.config.plan, now);
     await this.dataSource.transaction(async (manager) => {
       const store = this.organisations.withManager(manager);
       await store.insert(organisation, []);
