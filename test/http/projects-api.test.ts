@@ -222,6 +222,14 @@ describe('on Cloud', () => {
       expect(gone.body.error).toBe('not_found');
     });
 
+    it('are added once when two managers add the same person at once', async () => {
+      const project = await staffed('Added twice');
+      const answers = await Promise.all([put(lead, project.id, bystander.personId, 'viewer'), put(admin, project.id, bystander.personId, 'contributor')]);
+      expect(answers.map((answer) => answer.status).sort()).toEqual([200, 201]);
+      const members = (await call(platform, 'get', `/platform/v1/projects/${project.id}/members`, as(owner))).body.members.filter((m: { userId: string }) => m.userId === bystander.personId);
+      expect(members).toHaveLength(1);
+    });
+
     it('keep an owner when two owners demote each other at once', async () => {
       const project = await staffed('Racing owners');
       await put(lead, project.id, contributor.personId, 'owner');

@@ -221,7 +221,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
         400: errorAnswer('`invalid_request` (naming the field), `json_too_complex`.', bodyErrors),
         403: errorAnswer('`forbidden`: contributors and viewers do not manage the project\'s members.', ['forbidden']),
         404: errorAnswer('`not_found`: no such project you may see, or the person is not a member of the organisation.', ['not_found', 'unknown_tenant']),
-        409: errorAnswer('`last_owner`: the change would leave the project without an owner; `conflict`: the person was added at the same moment by someone else (try again).', ['last_owner', 'conflict']),
+        409: errorAnswer('`last_owner`: the change would leave the project without an owner.', ['last_owner']),
       },
       handler: async ({ params, body, principal }) => {
         const { project, ability } = await visibleProject(projects, principal, params.projectId);

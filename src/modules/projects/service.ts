@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { ProjectRole } from '../../auth/principal.js';
-import { isUniqueViolation, withRetries } from '../../db/errors.js';
+import { isForeignKeyViolation, isUniqueViolation, withRetries } from '../../db/errors.js';
 import { conflict, invalidRequest, notFound } from '../../http/errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
@@ -89,24 +89,31 @@ export class ProjectService {
   ): Promise<{ person: OrganisationMemberView; previous: ProjectRole | undefined }> {
     await this.get(organisationId, projectId);
     const person = await this.findOrganisationMember(organisationId, who);
-    try {
-      const previous = await this.dataSource.transaction(async (manager) => {
-        const store = this.store.withManager(manager);
-        const existing = await store.findMember(projectId, person.id);
-        if (!existing) {
-          await store.insertMember({ projectId, personId: person.id, role, createdAt: this.clock.now() });
-          return undefined;
-        }
-        if (existing.role === role) return role;
-        if (existing.role === 'owner') await this.keepAnotherOwner(store, projectId, person.id);
-        await store.setMemberRole(projectId, person.id, role);
-        return existing.role;
-      });
-      return { person, previous };
-    } catch (error) {
-      // Someone added the same person a moment earlier; their write stands, the caller retries.
-      if (isUniqueViolation(error)) throw conflict('conflict', 'the project membership changed meanwhile; try again');
-      throw error;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const previous = await withRetries(3, () =>
+          this.dataSource.transaction(async (manager) => {
+            const store = this.store.withManager(manager);
+            const existing = await store.findMember(projectId, person.id);
+            if (!existing) {
+              await store.insertMember({ projectId, personId: person.id, role, createdAt: this.clock.now() });
+              return undefined;
+            }
+            if (existing.role === role) return role;
+            if (existing.role === 'owner') await this.keepAnotherOwner(store, projectId, person.id);
+            await store.setMemberRole(projectId, person.id, role);
+            return existing.role;
+          }),
+        );
+        return { person, previous };
+      } catch (error) {
+        // Someone added the same person a moment earlier: set the role over theirs, as a PUT
+        // after theirs would.
+        if (attempt < 2 && isUniqueViolation(error)) continue;
+        // The project was deleted meanwhile.
+        if (isForeignKeyViolation(error)) throw notFound('no such project');
+        throw error;
+      }
     }
   }
 
