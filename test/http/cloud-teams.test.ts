@@ -632,23 +632,38 @@ describe('the link', () => {
 });
 
 describe('rate limits', () => {
-  it('limit invitations per person per hour (429 too_many_requests) and previews per address per minute', async () => {
-    const limited = await startCloud({ env: { RATE_LIMITS_ENABLED: 'true', CLOUD_INVITATIONS_PER_HOUR: '2', AUTH_RATE_LIMIT_PER_MINUTE: '2' } });
+  it('limit invitations per person per hour and per network address per minute, and previews per address (429 too_many_requests)', async () => {
+    const limited = await startCloud({ env: { RATE_LIMITS_ENABLED: 'true', CLOUD_INVITATIONS_PER_HOUR: '2', AUTH_RATE_LIMIT_PER_MINUTE: '3', TRUST_PROXY: 'loopback' } });
     try {
+      const from = (address: string) => ({ 'X-Forwarded-For': address });
       const owner = await emailSignIn(limited, 'owner.limits@example.test');
+      const second = await emailSignIn(limited, 'second.limits@example.test');
+      const third = await emailSignIn(limited, 'third.limits@example.test');
       const team = await call(limited, 'post', '/cloud/v1/organisations', { ...as(owner), body: { name: 'Limited' } });
-      const invite = (n: number) => call(limited, 'post', `/cloud/v1/organisations/${team.body.id}/invitations`, { ...as(owner), body: { email: `n${n}@example.test` } });
-      expect((await invite(1)).status).toBe(201);
-      const second = await invite(2);
-      expect(second.status).toBe(201);
-      const third = await invite(3);
-      expect(third.status).toBe(429);
-      expect(third.body.error).toBe('too_many_requests');
-      expect(third.headers['retry-after']).toBeDefined();
-      const token = tokenOf(second.body.link);
-      expect((await call(limited, 'get', `/cloud/v1/invitations/${token}`)).status).toBe(200);
-      expect((await call(limited, 'get', `/cloud/v1/invitations/${token}`)).status).toBe(200);
-      const refused = await call(limited, 'get', `/cloud/v1/invitations/${token}`);
+      for (const [person, email, address] of [[second, 'second.limits@example.test', '10.9.0.1'], [third, 'third.limits@example.test', '10.9.0.6']] as const) {
+        const invited = await call(limited, 'post', `/cloud/v1/organisations/${team.body.id}/invitations`, { headers: { ...as(owner).headers, ...from(address) }, body: { email, role: 'admin' } });
+        expect(invited.status).toBe(201);
+        expect((await call(limited, 'post', `/cloud/v1/invitations/${tokenOf(invited.body.link)}/accept`, { headers: { ...as(person).headers, ...from('10.9.0.9') } })).status).toBe(200);
+      }
+      const invite = (by: SignedIn, n: number, address: string) =>
+        call(limited, 'post', `/cloud/v1/organisations/${team.body.id}/invitations`, { headers: { ...as(by).headers, ...from(address) }, body: { email: `n${n}@example.test` } });
+      // The owner has sent two invitations this hour: the most one person may (2).
+      const overPerson = await invite(owner, 2, '10.9.0.3');
+      expect(overPerson.status).toBe(429);
+      expect(overPerson.body.error).toBe('too_many_requests');
+      expect(overPerson.headers['retry-after']).toBeDefined();
+      // Others may still invite, but no more than one address may send in a minute (3).
+      const last = await invite(second, 3, '10.9.0.4');
+      expect(last.status).toBe(201);
+      expect((await invite(second, 4, '10.9.0.4')).status).toBe(201);
+      expect((await invite(third, 5, '10.9.0.4')).status).toBe(201);
+      const overAddress = await invite(third, 6, '10.9.0.4');
+      expect(overAddress.status).toBe(429);
+      expect(overAddress.body.error).toBe('too_many_requests');
+      expect((await invite(third, 7, '10.9.0.7')).status).toBe(201);
+      const token = tokenOf(last.body.link);
+      for (let n = 0; n < 3; n++) expect((await call(limited, 'get', `/cloud/v1/invitations/${token}`, { headers: from('10.9.0.5') })).status).toBe(200);
+      const refused = await call(limited, 'get', `/cloud/v1/invitations/${token}`, { headers: from('10.9.0.5') });
       expect(refused.status).toBe(429);
       expect(refused.body.error).toBe('too_many_requests');
     } finally {

@@ -61,10 +61,12 @@ function invitationBody(invitation: InvitationView, link?: string) {
 }
 
 /** Per-person and per-address limits of the invitation operations. */
-export function teamRateLimits(config: TeamsConfig, previewPerMinute: number) {
+export function teamRateLimits(config: TeamsConfig, perAddressPerMinute: number) {
   return {
     invite: { name: 'invitations-person', by: 'person', limit: config.invitationsPerHour, windowMs: 3_600_000 } satisfies RateLimitRule,
-    preview: { name: 'invitation-preview-address', by: 'address', limit: previewPerMinute, windowMs: 60_000 } satisfies RateLimitRule,
+    // Many accounts behind one address share this one (checked before the session is).
+    inviteFromAddress: { name: 'invitations-address', by: 'address', limit: perAddressPerMinute, windowMs: 60_000 } satisfies RateLimitRule,
+    preview: { name: 'invitation-preview-address', by: 'address', limit: perAddressPerMinute, windowMs: 60_000 } satisfies RateLimitRule,
   };
 }
 
@@ -212,7 +214,7 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
         'and returned in this answer only (the token is kept as a hash); it works once, until `expiresAt` (seven days by default). Inviting an address ' +
         'again replaces its open invitation. An address a member of the team signs in with is refused (409 `already_member`). Addresses compare ignoring case.',
       forbids: true,
-      rateLimits: [limits.invite],
+      rateLimits: [limits.inviteFromAddress, limits.invite],
       schemas: {
         params: organisationParams,
         body: {
@@ -231,7 +233,7 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
         403: errorAnswer('`forbidden`: only owners and admins invite, and only an owner invites an owner.', ['forbidden']),
         404: notMine,
         409: errorAnswer('`already_member`: a member of the team signs in with this address.', ['already_member']),
-        429: errorAnswer(`\`too_many_requests\`: more invitations than \`CLOUD_INVITATIONS_PER_HOUR\` by this person in an hour; \`Retry-After\` says when to try again.`, ['too_many_requests']),
+        429: errorAnswer(`\`too_many_requests\`: more invitations than \`CLOUD_INVITATIONS_PER_HOUR\` by this person in an hour, or than \`AUTH_RATE_LIMIT_PER_MINUTE\` from this network address in a minute; \`Retry-After\` says when to try again.`, ['too_many_requests']),
       },
       handler: async ({ params, body, principal }) => {
         const { invitation, link } = await teams.invite(caller(principal), params.id, { email: body.email, role: body.role ?? 'member' });
