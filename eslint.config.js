@@ -1,6 +1,10 @@
 import js from '@eslint/js';
+import { importX } from 'eslint-plugin-import-x';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
+
+/** Code that runs only in development, tests and CI (the chart checks and the helm download among it): it may import devDependencies. */
+const DEVELOPMENT_FILES = ['test/**', 'scripts/dev/**', 'scripts/chart.mjs', 'scripts/helm.mjs', '*.config.js', '*.config.mjs'];
 
 export default tseslint.config(
   { ignores: ['dist/', 'dist-bench/', 'node_modules/', 'data/', 'coverage/', 'charts/', '.scratch/', '.ci/out/'] },
@@ -13,6 +17,18 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
       'no-console': 'error',
       eqeqeq: ['error', 'always'],
+    },
+  },
+  {
+    // Every package the code imports is declared in package.json: what the service, the command
+    // line and the start scripts import at run time under `dependencies`, what only tests and
+    // development tools import under `devDependencies`. Type-only imports are erased at build.
+    plugins: { 'import-x': importX },
+    rules: {
+      'import-x/no-extraneous-dependencies': [
+        'error',
+        { devDependencies: DEVELOPMENT_FILES, optionalDependencies: false, peerDependencies: false, includeTypes: false },
+      ],
     },
   },
   {

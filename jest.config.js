@@ -10,6 +10,8 @@
  */
 const common = {
   testEnvironment: 'node',
+  // Every test file records what it answered, minted and logged for the suite-wide checks.
+  setupFilesAfterEnv: ['<rootDir>/test/support/suite-setup.ts'],
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: {
@@ -23,6 +25,9 @@ const common = {
 export default {
   // A global option: jest ignores testTimeout inside a project.
   testTimeout: 30_000,
+  // test/http/suite-checks.test.ts runs last and reads what every other file recorded.
+  testSequencer: '<rootDir>/test/support/suite-sequencer.mjs',
+  reporters: ['default', '<rootDir>/test/support/suite-reporter.mjs'],
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     { ...common, displayName: 'http', testMatch: ['<rootDir>/test/http/**/*.test.ts'] },

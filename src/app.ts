@@ -28,7 +28,8 @@ import type { TokenResolver } from './auth/resolver.js';
 import type { Config } from './config.js';
 import { errorHandler, notFoundHandler, requestId, requestLogger } from './http/edge.js';
 import { buildOpenApi } from './http/openapi.js';
-import { defineRoute, RouteRegistry } from './http/route.js';
+import { originEdge, serviceOrigin } from './http/origin.js';
+import { defineRoute, RouteRegistry, type DeploymentProfile } from './http/route.js';
 import { tenancy } from './http/tenancy.js';
 import { memoryStores, RateLimits } from './http/rate-limit.js';
 import { discoveryRoutes } from './modules/discovery/routes.js';
@@ -72,6 +73,8 @@ export interface AppDependencies {
 export interface Platform {
   app: Express;
   registry: RouteRegistry;
+  /** What this deployment serves: its routes, token kinds and the error codes they answer. */
+  profile: DeploymentProfile;
   openapi: ReturnType<typeof buildOpenApi>;
   services: {
     organisations: OrganisationService;
@@ -120,9 +123,11 @@ export function buildApp(deps: AppDependencies): Platform {
     );
   }
   const sessions = new CloudSessions(dataSource, clock, config.cloud);
+  // Sign-in builds absolute URLs where no request is at hand: from PLATFORM_BASE_URL alone.
+  const ownOrigin = serviceOrigin(config.baseUrl);
   const signIn = new SignInService(dataSource, clock, {
     config: config.cloud,
-    baseUrl: config.baseUrl ?? 'http://localhost',
+    origin: ownOrigin,
     providers,
     organisations,
     sessions,
@@ -156,7 +161,7 @@ export function buildApp(deps: AppDependencies): Platform {
   registry.add(...pictureRoutes(new PictureService(dataSource, clock), projects));
   registry.add(...joinRoutes({ joinKeys, dpop }), ...tokenRoutes({ tokens: deviceTokens, dpop }), ...deviceAdminRoutes({ joinKeys, devices: deviceStore, tokens: deviceTokens }));
   registry.add(...deviceCodeRoutes({ deviceCodes, dpop, config }), ...approvalRoutes(deviceCodes));
-  registry.add(...signInRoutes({ service: signIn, sessions, config: config.cloud, baseUrl: config.baseUrl ?? 'http://localhost' }));
+  registry.add(...signInRoutes({ service: signIn, sessions, config: config.cloud, origin: ownOrigin }));
   registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger), signIn));
   const teams = new TeamService(dataSource, clock, { config: config.teams, baseUrl: config.baseUrl ?? 'http://localhost', mailer, logger });
   registry.add(...teamRoutes(teams, teamRateLimits(config.teams, config.cloud.rateLimitPerMinute)));
@@ -175,7 +180,14 @@ export function buildApp(deps: AppDependencies): Platform {
       handler: () => ({ status: 200, body: openapi, headers: { 'Cache-Control': 'public, max-age=300' } }),
     }),
   );
-  const openapi = buildOpenApi(registry, { deployment: config.deployment, baseUrl: config.baseUrl });
+  const profile: DeploymentProfile = {
+    deployment: config.deployment,
+    tokenKinds: resolvers.map((resolver) => resolver.kind),
+    rateLimits: config.rateLimitsEnabled,
+    redis: deps.redis !== undefined,
+    dpopNonces: config.dpop.requireNonce,
+  };
+  const openapi = buildOpenApi(registry, { profile, baseUrl: config.baseUrl });
 
   const app = express();
   app.disable('x-powered-by');
@@ -201,6 +213,8 @@ export function buildApp(deps: AppDependencies): Platform {
       xXssProtection: false,
     }),
   );
+  // The one trusted origin of the request, settled before anything reads a host (400 otherwise).
+  app.use(originEdge(config.baseUrl));
   const rateLimits = new RateLimits(redisRateLimits ? redisRateLimits.stores() : memoryStores(), config.rateLimitsEnabled);
   const router = express.Router();
   registry.mount(
@@ -221,20 +235,18 @@ export function buildApp(deps: AppDependencies): Platform {
       tenancy: tenancy(config.deployment, organisations),
       authenticate: authentication(resolvers, config.deployment),
     },
-    config.deployment,
+    profile,
   );
   app.use(router);
   // The approval page at verification_uri: HTML pages beside the API, not in its OpenAPI document.
   const pageLogin = new OrganisationLogin({ ...config.oidc, metadataMaxAgeMs: config.oidc.jwksCacheMaxAgeMs });
   app.use(
     approvalPage({
-      deployment: config.deployment,
-      baseUrl: config.baseUrl,
       deviceCodes,
       organisations,
       sessions: new WebSessions(dataSource, clock),
       signIn: config.deployment === 'self-hosted' ? new OrganisationSignIn(pageLogin, new PersonTokenResolver(verifier, organisations)) : undefined,
-      cloud: { signIn, codeRateLimit: signInRateLimits(config.cloud).emailVerify },
+      cloud: config.deployment === 'cloud' ? { signIn, codeRateLimit: signInRateLimits(config.cloud).emailVerify } : undefined,
       tenancy: tenancy(config.deployment, organisations),
       rateLimit: (rule) => rateLimits.handler(rule),
     }),
@@ -242,5 +254,5 @@ export function buildApp(deps: AppDependencies): Platform {
   app.use(notFoundHandler());
   app.use(errorHandler(logger));
 
-  return { app, registry, openapi, services: { organisations, verifier, dpop, deviceTokens, projects, signIn, sessions, mailer, teams } };
+  return { app, registry, profile, openapi, services: { organisations, verifier, dpop, deviceTokens, projects, signIn, sessions, mailer, teams } };
 }

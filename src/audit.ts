@@ -17,9 +17,15 @@ export type AuditAction =
   | 'policy.restored'
   | 'join_key.created'
   | 'join_key.revoked'
+  | 'device.approved'
+  | 'device.denied'
   | 'device.revoked'
   | 'person.removed'
   | 'person.role_changed'
+  | 'organisation.created'
+  | 'organisation.configured'
+  | 'project.created'
+  | 'project.role_changed'
   | (string & {});
 
 export interface AuditActor {

@@ -1,6 +1,6 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
 import type { LogLevel } from './config.js';
-import { REDACTED_PATHS } from './http/edge.js';
+import { redactLine } from './log-redaction.js';
 
 /**
  * A failed query as a log line may show it: its driver's code and the statement with its
@@ -15,7 +15,7 @@ export function serializeError(error: unknown): unknown {
     type: error.name,
     // MySQL quotes the offending values in its messages ("Duplicate entry '…' for key '…'").
     message: error.message.replace(/'(?:[^'\\]|\\.)*'/g, "'…'").slice(0, 500),
-    // Not `code`: that name is redacted everywhere (it is the OAuth authorization code).
+    // `driverCode`: a failed query's `code` would be judged as a possible secret (src/log-redaction.ts).
     driverCode: withQuery.driverError?.code ?? (error as { code?: unknown }).code,
     errno: withQuery.driverError?.errno,
     query: typeof withQuery.query === 'string' ? withQuery.query.slice(0, 2000) : undefined,
@@ -23,14 +23,17 @@ export function serializeError(error: unknown): unknown {
   };
 }
 
-/** JSON logs; credentials are redacted by path wherever they would appear. */
+/**
+ * JSON logs. Every line passes `redactLine` as it is written (src/log-redaction.ts): secrets by
+ * field name at any depth, by their shape anywhere (messages too), and in URLs' query strings.
+ */
 export function createLogger(level: LogLevel, destination?: DestinationStream): Logger {
   const options = {
     level,
     base: { service: 'platform-api' },
-    redact: { paths: REDACTED_PATHS, censor: '[REDACTED]' },
     serializers: { err: serializeError, error: serializeError },
     timestamp: pino.stdTimeFunctions.isoTime,
+    hooks: { streamWrite: redactLine },
   };
   return destination ? pino(options, destination) : pino(options);
 }

@@ -1,6 +1,7 @@
 import { createHash, createHmac, createPublicKey, randomBytes, verify as verifySignature, type KeyObject } from 'node:crypto';
 import type { Request } from 'express';
 import type { JWK, JWTPayload } from 'jose';
+import { requestOrigin } from '../http/origin.js';
 import type { ReplayCache } from '../state/replay-cache.js';
 import type { Clock } from '../util/clock.js';
 import { safeEqual } from '../util/secrets.js';
@@ -78,11 +79,11 @@ export function normaliseHtu(value: string): string | undefined {
   return `${url.protocol}//${url.host}${url.pathname}`;
 }
 
-/** The URL the client addressed, as `htu` must name it. Forwarded scheme and host count only
- * when TRUST_PROXY trusts the proxy (Express applies that to `req.protocol` and `req.host`). */
+/** The URL the client addressed, as `htu` must name it: the request's trusted origin (the one
+ * tenancy chose the organisation by; src/http/origin.ts) and its path. */
 export function requestHtu(req: Request): string {
   const path = (req.originalUrl.split('?')[0] ?? '/').split('#')[0] ?? '/';
-  return normaliseHtu(`${req.protocol}://${req.host}${path}`) ?? '';
+  return normaliseHtu(`${requestOrigin(req).origin}${path}`) ?? '';
 }
 
 const BASE64URL = /^[A-Za-z0-9_-]*$/;

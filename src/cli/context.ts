@@ -1,6 +1,8 @@
+import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { createDataSource } from '../db/data-source.js';
+import { createLogger } from '../logger.js';
 import { OrganisationService } from '../modules/organisation/service.js';
 import { ProjectService } from '../modules/projects/service.js';
 import { systemClock, type Clock } from '../util/clock.js';
@@ -34,6 +36,8 @@ export class CliError extends Error {
 
 export interface AdminServices {
   config: Config;
+  /** JSON lines on stderr, at LOG_LEVEL: the audit line of every change the command makes. */
+  logger: Logger;
   organisations: OrganisationService;
   projects: ProjectService;
 }
@@ -58,6 +62,14 @@ export class CliContext {
       }
     }
     return this.loadedConfig;
+  }
+
+  private createdLogger: Logger | undefined;
+
+  /** The command line's log: JSON lines (redacted like the service's) on stderr, at LOG_LEVEL. */
+  get logger(): Logger {
+    this.createdLogger ??= createLogger(this.config.logLevel, { write: (line: string) => this.deps.stderr(line) });
+    return this.createdLogger;
   }
 
   get clock(): Clock {
@@ -103,6 +115,7 @@ export class CliContext {
     const dataSource = await this.database();
     return {
       config: this.config,
+      logger: this.logger,
       organisations: new OrganisationService(dataSource, this.clock),
       projects: new ProjectService(dataSource, this.clock),
     };

@@ -1,3 +1,4 @@
+import { audit, CLI_ACTOR } from '../audit.js';
 import type { OrganisationRole } from '../auth/principal.js';
 import type { OrganisationKind, OrganisationPlan, OrganisationRecord } from '../modules/organisation/entities.js';
 import { editionOf, normaliseHost, type OidcSettings } from '../modules/organisation/service.js';
@@ -171,6 +172,7 @@ export async function createOrganisation(services: AdminServices, input: CreateO
   await refuseTakenHosts(services, hosts);
   await refuseTakenIssuer(services, oidc);
   const organisation = await organisations.create({ name, kind, plan: input.plan, hosts, oidc });
+  audit(services.logger, { action: 'organisation.created', organisationId: organisation.id, actor: CLI_ACTOR, target: { hosts: hosts.join(','), issuer: oidc?.issuer ?? null } });
   return organisationView(organisation, await organisations.hostsOf(organisation.id));
 }
 
@@ -218,6 +220,18 @@ export async function configureOrganisation(services: AdminServices, id: string,
     addHosts: addHosts.filter((host) => !current.includes(host)),
     removeHosts: removeHosts.filter((host) => current.includes(host)),
   });
+  audit(services.logger, {
+    action: 'organisation.configured',
+    organisationId: id,
+    actor: CLI_ACTOR,
+    target: {
+      name: name !== undefined,
+      plan: input.plan ?? null,
+      addedHosts: addHosts.join(','),
+      removedHosts: removeHosts.join(','),
+      issuer: oidc?.issuer ?? null,
+    },
+  });
   return organisationView(updated, await organisations.hostsOf(id));
 }
 
@@ -248,6 +262,7 @@ export async function setOrganisationRole(services: AdminServices, organisationI
   }
   const previous = await services.organisations.roleOf(organisation.id, personId);
   const person = await services.organisations.setRole(organisation.id, personId, role);
+  audit(services.logger, { action: 'person.role_changed', organisationId: organisation.id, actor: CLI_ACTOR, target: { personId: person.id, role, previous: previous ?? null } });
   return { organisationId: organisation.id, person: { id: person.id, name: person.name, email: person.email }, role, previous };
 }
 
@@ -260,5 +275,6 @@ export async function removeOrganisationMember(
   const organisation = await requireOrganisation(services, organisationId);
   const member = await services.projects.findOrganisationMember(organisation.id, who.trim());
   await services.organisations.removeMember(organisation.id, member.id);
+  audit(services.logger, { action: 'person.removed', organisationId: organisation.id, actor: CLI_ACTOR, target: { personId: member.id } });
   return { organisationId: organisation.id, person: { id: member.id, name: member.name, email: member.email } };
 }

@@ -1,3 +1,4 @@
+import { audit, CLI_ACTOR } from '../audit.js';
 import type { ProjectRole } from '../auth/principal.js';
 import type { ProjectMemberView, ProjectWithMembers } from '../modules/projects/service.js';
 import { timestamp } from '../util/clock.js';
@@ -25,7 +26,9 @@ function projectView(project: ProjectWithMembers): ProjectView {
 
 export async function createProject(services: AdminServices, organisationId: string, input: { name: string; owner?: string | undefined }): Promise<ProjectView> {
   const organisation = await requireOrganisation(services, organisationId);
-  return projectView(await services.projects.create(organisation.id, input));
+  const project = await services.projects.create(organisation.id, input);
+  audit(services.logger, { action: 'project.created', organisationId: organisation.id, actor: CLI_ACTOR, target: { projectId: project.id } });
+  return projectView(project);
 }
 
 export async function listProjects(services: AdminServices, organisationId: string): Promise<ProjectView[]> {
@@ -49,5 +52,11 @@ export async function setProjectRole(
 ): Promise<ProjectRoleChange> {
   const organisation = await requireOrganisation(services, organisationId);
   const { person, previous } = await services.projects.setMemberRole(organisation.id, projectId.trim(), who, role);
+  audit(services.logger, {
+    action: 'project.role_changed',
+    organisationId: organisation.id,
+    actor: CLI_ACTOR,
+    target: { projectId: projectId.trim(), personId: person.id, role, previous: previous ?? null },
+  });
   return { projectId: projectId.trim(), person: { id: person.id, name: person.name, email: person.email }, role, previous };
 }

@@ -1,10 +1,13 @@
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/principal.js';
 import type { OrganisationRecord } from '../modules/organisation/entities.js';
+import type { RequestOrigin } from './origin.js';
 
-/** What the layers of the request path learn, in order: id at the edge, tenant, principal. */
+/** What the layers of the request path learn, in order: id and origin at the edge, tenant, principal. */
 export interface RequestContext {
   requestId: string;
+  /** The trusted origin (src/http/origin.ts): set at the edge, before anything reads a host. */
+  origin: RequestOrigin | undefined;
   /** The organisation the request is for (self-hosted: by host name; Cloud: by token or header). */
   tenant: OrganisationRecord | undefined;
   principal: Principal | undefined;

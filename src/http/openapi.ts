@@ -1,5 +1,5 @@
 import type { TokenKind } from '../auth/principal.js';
-import type { RouteDefinition, RouteRegistry } from './route.js';
+import { acceptedKinds, errorCodesOf, servedOn, type DeploymentProfile, type RouteDefinition, type RouteRegistry } from './route.js';
 import { errorBodySchema, namedSchemas, schemaName, type Schema } from './schema.js';
 
 /**
@@ -54,17 +54,29 @@ const SCHEMES_BY_KIND: Record<TokenKind, readonly (keyof typeof SECURITY_SCHEMES
   'run-credential': ['runCredential'],
 };
 
+/** What an error status means, for operations that do not describe it themselves. */
 const STATUS_TEXT: Record<number, string> = {
-  400: 'The request did not match the schema (`invalid_request`, naming the field).',
-  401: 'No valid token (`unauthorized`).',
-  403: 'Signed in but not allowed: `forbidden` (the caller\'s role), or `insufficient_scope` (a device token without the scope this operation needs).',
-  404: 'Not found, or not yours to see (`not_found`); `unknown_tenant` on self-hosted when no organisation is served at the host name.',
-  413: 'The request body is too large (`payload_too_large`).',
-  415: 'The request body is not of an accepted media type (`unsupported_media_type`).',
-  429: 'Too many requests; wait, then try again.',
-  503: 'A shared dependency (Redis: rate-limit counters, DPoP replay cache) did not answer (`temporarily_unavailable`, with `Retry-After`); the request was refused, not let through.',
-  500: 'Unexpected failure (`internal_error`); no detail is given.',
+  400: 'The request did not match the schema (the `field` at fault is named), or could not be read.',
+  401: 'No valid token.',
+  403: 'Signed in but not allowed.',
+  404: 'Not found, or not yours to see.',
+  409: 'Conflict with the current state.',
+  413: 'The request body is too large.',
+  415: 'The request body is not of an accepted media type, charset or encoding.',
+  429: 'Too many requests; wait (`Retry-After`), then try again.',
+  503: 'A shared dependency (Redis: rate-limit counters, DPoP replay cache) did not answer; the request was refused, not let through (`Retry-After`).',
 };
+
+/** The organisation a Cloud session's request acts for: documented wherever Cloud sessions are accepted. */
+const ORGANISATION_HEADER = {
+  name: 'X-Platform-Organisation',
+  in: 'header',
+  required: false,
+  description:
+    "With a Cloud session: the id of the organisation the request acts for (`org_…`; without it, the person's personal organisation). " +
+    'Membership is checked on every request: an organisation the person does not belong to is 404 `not_found`. Device tokens carry their organisation and ignore it.',
+  schema: { type: 'string' },
+} as const;
 
 /** Every JSON body is bounded (src/http/json-bounds.ts) before it is validated. */
 const JSON_TOO_COMPLEX_TEXT =
@@ -103,10 +115,37 @@ function parametersOf(where: 'path' | 'query', schema: Schema | undefined): unkn
   });
 }
 
-function operation(route: RouteDefinition, deployment: 'cloud' | 'self-hosted'): Record<string, unknown> {
+/** An error answer: the error body, its `error` one of the codes this operation answers. */
+function errorAnswer(route: RouteDefinition, status: number, codes: readonly string[]): Record<string, unknown> {
+  const declared = route.responses[status];
+  const listed = codes.map((code) => `\`${code}\``).join(', ');
+  const general = `${STATUS_TEXT[status] ?? 'Error.'}${codes.includes('json_too_complex') ? ` ${JSON_TOO_COMPLEX_TEXT}` : ''}`;
+  const answer: Record<string, unknown> = {
+    description: `${declared?.description ?? general} Codes: ${listed}.`,
+    content: {
+      'application/json': {
+        // The error body, or the route's own (which carries `error`), its code one of these.
+        schema: {
+          allOf: [declared?.schema ? schemaRef(declared.schema) : { $ref: '#/components/schemas/Error' }],
+          properties: { error: { type: 'string', enum: [...codes], description: 'The codes this operation answers with this status.' } },
+        },
+      },
+    },
+  };
+  if (declared?.headers) answer.headers = headersOf(declared.headers);
+  return answer;
+}
+
+function headersOf(headers: NonNullable<RouteDefinition['responses'][number]['headers']>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(headers).map(([name, h]) => [name, { description: h.description, schema: refs(h.schema, false) }]));
+}
+
+function operation(route: RouteDefinition, profile: DeploymentProfile): Record<string, unknown> {
   const parameters = [
     ...parametersOf('path', route.schemas.params),
     ...parametersOf('query', route.schemas.query),
+    // The Cloud session resolver reads it on every request it resolves (src/auth/cloud-session.ts).
+    ...(acceptedKinds(route, profile).includes('cloud-session') ? [ORGANISATION_HEADER] : []),
     ...Object.entries(route.headers ?? {}).map(([name, header]) => ({
       name,
       in: 'header',
@@ -116,40 +155,20 @@ function operation(route: RouteDefinition, deployment: 'cloud' | 'self-hosted'):
     })),
   ];
   const responses: Record<string, unknown> = {};
-  const statuses = new Set(Object.keys(route.responses).map(Number));
-  // Every route can meet the edge's refusals; describe them with the error body.
-  const general = [400, 404, 413, 415, 500];
-  if (route.auth !== 'public') general.push(401);
-  if (route.deviceScope || route.forbids) general.push(403);
-  if (route.rateLimits?.length) general.push(429, 503);
-  else if (route.auth !== 'public' && route.auth.includes('device')) general.push(503);
-  for (const status of [...statuses, ...general].sort((a, b) => a - b)) {
-    if (responses[String(status)]) continue;
-    const declared = route.responses[status];
-    if (declared) {
-      const answer: Record<string, unknown> = { description: declared.description };
-      if (declared.schema) answer.content = { 'application/json': { schema: schemaRef(declared.schema) } };
-      if (declared.headers) {
-        answer.headers = Object.fromEntries(
-          Object.entries(declared.headers).map(([name, h]) => [name, { description: h.description, schema: refs(h.schema, false) }]),
-        );
-      }
-      responses[String(status)] = answer;
-    } else {
-      const text = STATUS_TEXT[status] ?? 'Error.';
-      responses[String(status)] = {
-        description: status === 400 && route.schemas.body ? `${text} ${JSON_TOO_COMPLEX_TEXT}` : text,
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-      };
-    }
+  for (const status of Object.keys(route.responses).map(Number).filter((s) => s < 400).sort((a, b) => a - b)) {
+    const declared = route.responses[status]!;
+    const answer: Record<string, unknown> = { description: declared.description };
+    if (declared.schema) answer.content = { 'application/json': { schema: schemaRef(declared.schema) } };
+    if (declared.headers) answer.headers = headersOf(declared.headers);
+    responses[String(status)] = answer;
   }
-  const security =
-    route.auth === 'public'
-      ? []
-      : route.auth
-          // Person tokens are the self-hosted kind, Cloud sessions the hosted one.
-          .filter((kind) => (deployment === 'cloud' ? kind !== 'person' : kind !== 'cloud-session'))
-          .flatMap((kind) => SCHEMES_BY_KIND[kind].map((scheme) => ({ [scheme]: [] })));
+  for (const [status, codes] of errorCodesOf(route, profile)) responses[String(status)] = errorAnswer(route, status, codes);
+  // Never promised, always possible: the service is broken.
+  responses.default = {
+    description: 'Unexpected failure (500 `internal_error`); no detail is given. Quote the `X-Request-Id` when reporting it.',
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+  };
+  const security = acceptedKinds(route, profile).flatMap((kind) => SCHEMES_BY_KIND[kind].map((scheme) => ({ [scheme]: [] })));
   const op: Record<string, unknown> = {
     operationId: route.operationId,
     summary: route.summary,
@@ -170,13 +189,21 @@ function operation(route: RouteDefinition, deployment: 'cloud' | 'self-hosted'):
   return op;
 }
 
-export function buildOpenApi(registry: RouteRegistry, options: { deployment: 'cloud' | 'self-hosted'; baseUrl?: string }) {
+/**
+ * The document of one deployment: only the operations it serves (servedOn), each listing only the
+ * token kinds it accepts there and the error codes it can answer there, and only the security
+ * schemes some operation uses.
+ */
+export function buildOpenApi(registry: RouteRegistry, options: { profile: DeploymentProfile; baseUrl?: string | undefined }) {
+  const { profile } = options;
   const paths: Record<string, Record<string, unknown>> = {};
   const tags = new Set<string>();
+  const schemes = new Set<string>();
   for (const route of registry.routes) {
-    if (route.cloudOnly && options.deployment !== 'cloud') continue;
+    if (!servedOn(route, profile)) continue;
     tags.add(route.tag);
-    (paths[route.path] ??= {})[route.method] = operation(route, options.deployment);
+    for (const kind of acceptedKinds(route, profile)) for (const scheme of SCHEMES_BY_KIND[kind]) schemes.add(scheme);
+    (paths[route.path] ??= {})[route.method] = operation(route, profile);
   }
   const schemas: Record<string, unknown> = { Error: refs(errorBodySchema, true) };
   for (const [name, schema] of namedSchemas()) schemas[name] = refs(schema, true);
@@ -191,9 +218,12 @@ export function buildOpenApi(registry: RouteRegistry, options: { deployment: 'cl
         'Operations marked `x-platform-extension` are additions of this service beyond the published contract; ' +
         'operations marked `x-platform-cloud-only` exist only on the hosted deployment.',
     },
-    servers: [{ url: options.baseUrl ?? '/', description: options.deployment === 'cloud' ? 'Cloud' : "The organisation's host" }],
+    servers: [{ url: options.baseUrl ?? '/', description: profile.deployment === 'cloud' ? 'Cloud' : "The organisation's host" }],
     tags: [...tags].sort().map((name) => ({ name })),
     paths,
-    components: { schemas, securitySchemes: SECURITY_SCHEMES },
+    components: {
+      schemas,
+      securitySchemes: Object.fromEntries(Object.entries(SECURITY_SCHEMES).filter(([name]) => schemes.has(name))),
+    },
   };
 }

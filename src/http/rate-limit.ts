@@ -1,5 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ipKeyGenerator, rateLimit, type Store } from 'express-rate-limit';
+import type { ErrorCode } from './error-codes.js';
 import { ApiError, temporarilyUnavailable } from './errors.js';
 
 /**
@@ -16,7 +17,7 @@ export interface RateLimitRule {
   limit: number;
   windowMs: number;
   /** The error code of the 429 (default `too_many_requests`; emailed codes answer `slow_down`). */
-  code?: string;
+  code?: ErrorCode;
 }
 
 export type RateLimitStoreFactory = (rule: RateLimitRule) => Store | undefined;
@@ -25,7 +26,7 @@ export function memoryStores(): RateLimitStoreFactory {
   return () => undefined; // express-rate-limit's own MemoryStore
 }
 
-export const tooManyRequests = (retryAfterSeconds: number, code = 'too_many_requests'): ApiError =>
+export const tooManyRequests = (retryAfterSeconds: number, code: ErrorCode = 'too_many_requests'): ApiError =>
   new ApiError(429, code, `too many requests; try again in ${retryAfterSeconds} seconds`, {
     headers: { 'Retry-After': String(retryAfterSeconds) },
   });

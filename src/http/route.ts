@@ -3,8 +3,10 @@ import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { FromSchema } from 'json-schema-to-ts';
 import { match, type MatchFunction } from 'path-to-regexp';
 import type { Principal, TokenKind } from '../auth/principal.js';
+import type { Deployment } from '../config.js';
 import type { OrganisationRecord } from '../modules/organisation/entities.js';
-import { ApiError, invalidRequest, payloadTooLarge, unsupportedMediaType } from './errors.js';
+import { isErrorCode, type ErrorCode } from './error-codes.js';
+import { ApiError, invalidRequest, methodNotAllowed, payloadTooLarge, sendJson, unsupportedMediaType } from './errors.js';
 import { boundedBody, type JsonLimits } from './json-bounds.js';
 import type { RateLimitRule } from './rate-limit.js';
 import { compile, describeError, errorBodySchema, type Schema } from './schema.js';
@@ -18,10 +20,14 @@ export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 export interface ResponseSpec {
   description: string;
-  /** JSON answer schema; omitted for empty answers (204, 304, 302). */
+  /** JSON answer schema; omitted for empty answers (204, 304, 302). Error answers (4xx, 5xx)
+   * have the error body unless a schema is given (which must then carry `error`). */
   schema?: Schema;
   headers?: Record<string, { description: string; schema: Schema }>;
 }
+
+/** Error codes by status: `{ 404: ['not_found'], 409: ['conflict'] }`. */
+export type ErrorDeclaration = Readonly<Partial<Record<number, readonly ErrorCode[]>>>;
 
 export interface HeaderSpec {
   description: string;
@@ -86,20 +92,132 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
   /** Depth, key and string limits of its JSON body instead of the configured ones (JSON_MAX_*),
    * tighter or, for a route whose bodies are legitimately large (ingest), looser. */
   jsonLimits?: Partial<JsonLimits>;
-  /** The handler may refuse with 403 `forbidden` (the caller's role); documented, not enforced here. */
+  /** The handler may refuse with 403 `forbidden` (the caller's role): shorthand for
+   * `errors: { 403: ['forbidden'] }`. */
   forbids?: boolean;
+  /**
+   * The error codes the handler (and the services it calls) answer, by status. The edge's own
+   * refusals (bad Host or body, unknown tenant, no token, missing scope, rate limits, …) are added
+   * by `errorCodesOf` from the rest of the declaration: name only what this route itself adds.
+   * Each code must be in ERROR_CODES (error-codes.ts) and reached by some test (the suite checks).
+   * A status listed in `responses` at 400 or above must be named here too.
+   */
+  errors?: ErrorDeclaration;
   /** Runs on the parsed body before schema validation, for refusals that must come first. */
   precheck?: (body: unknown) => void;
   /** Media types accepted for a body; JSON unless stated. */
   mediaTypes?: readonly string[];
   headers?: Record<string, HeaderSpec>;
   schemas: S;
+  /** Answers: every success status with its schema; error statuses only to describe them better
+   * (their codes go in `errors`). */
   responses: Record<number, ResponseSpec>;
   handler: (input: HandlerInput<S>) => Promise<Reply | undefined> | Reply | undefined;
 }
 
 export function defineRoute<const S extends RouteSchemas>(route: RouteDefinition<S>): RouteDefinition {
   return route as unknown as RouteDefinition;
+}
+
+/**
+ * What a running deployment serves, as far as the routes' answers depend on it: the OpenAPI
+ * document, the mounted routes and the error codes each can answer follow from it.
+ */
+export interface DeploymentProfile {
+  deployment: Deployment;
+  /** Token kinds a resolver of this deployment accepts. */
+  tokenKinds: readonly TokenKind[];
+  /** RATE_LIMITS_ENABLED. */
+  rateLimits: boolean;
+  /** REDIS_URL is set: rate-limit counters and the DPoP replay cache may be unreachable (503). */
+  redis: boolean;
+  /** DPOP_REQUIRE_NONCE. */
+  dpopNonces: boolean;
+}
+
+/** Every feature on: what a deployment of this kind can answer at most. */
+export function fullProfile(deployment: Deployment, tokenKinds: readonly TokenKind[]): DeploymentProfile {
+  return { deployment, tokenKinds, rateLimits: true, redis: true, dpopNonces: true };
+}
+
+/** The token kinds of the route that this deployment accepts. */
+export function acceptedKinds(route: RouteDefinition, profile: DeploymentProfile): TokenKind[] {
+  return route.auth === 'public' ? [] : route.auth.filter((kind) => profile.tokenKinds.includes(kind));
+}
+
+/**
+ * Whether the deployment serves the route at all: not a Cloud-only route on self-hosted, and not a
+ * route that only token kinds this deployment does not accept could call (it would answer 401 to
+ * everyone: it does not exist here, and the OpenAPI document does not list it).
+ */
+export function servedOn(route: RouteDefinition, profile: DeploymentProfile): boolean {
+  if (route.cloudOnly && profile.deployment !== 'cloud') return false;
+  return route.auth === 'public' || acceptedKinds(route, profile).length > 0;
+}
+
+/**
+ * Every error code the route can answer on this deployment, by status: the route's own
+ * (`errors`, `forbids`) and the edge's, derived from the declaration. The OpenAPI document, the
+ * answer checks of the tests and the suite's coverage check all read this one function.
+ */
+export function errorCodesOf(route: RouteDefinition, profile: DeploymentProfile): Map<number, ErrorCode[]> {
+  const codes = new Map<number, Set<ErrorCode>>();
+  const add = (status: number, ...names: ErrorCode[]) => {
+    const set = codes.get(status) ?? new Set<ErrorCode>();
+    for (const name of names) set.add(name);
+    codes.set(status, set);
+  };
+  // Every request: the origin (Host), path parameters and body are read, sizes and types checked;
+  // a JSON body is bounded in depth, keys and string length (json-bounds.ts).
+  add(400, 'invalid_request');
+  if (route.schemas.body) add(400, 'json_too_complex');
+  add(413, 'payload_too_large');
+  add(415, 'unsupported_media_type');
+  if (route.tenant && profile.deployment === 'self-hosted') add(404, 'unknown_tenant');
+  const kinds = acceptedKinds(route, profile);
+  if (kinds.length) add(401, 'unauthorized');
+  if (kinds.includes('device')) {
+    // A key-bound device token needs a proof; its replay cache lives in Redis when configured.
+    add(401, 'invalid_dpop_proof');
+    if (profile.dpopNonces) add(401, 'use_dpop_nonce');
+    if (route.deviceScope) add(403, 'insufficient_scope');
+    if (profile.redis) add(503, 'temporarily_unavailable');
+  }
+  // A Cloud session acts for the organisation `X-Platform-Organisation` names: one the person does
+  // not belong to (or none such) is 404, whatever the route.
+  if (kinds.includes('cloud-session')) add(404, 'not_found');
+  if (route.forbids) add(403, 'forbidden');
+  if (route.rateLimits?.length && profile.rateLimits) {
+    add(429, ...route.rateLimits.map((rule) => rule.code ?? 'too_many_requests'));
+    if (profile.redis) add(503, 'temporarily_unavailable');
+  }
+  for (const [status, names] of Object.entries(route.errors ?? {})) {
+    const list = names as readonly ErrorCode[];
+    // A DPoP nonce is only ever asked for when nonces are required.
+    add(Number(status), ...list.filter((name) => name !== 'use_dpop_nonce' || profile.dpopNonces));
+  }
+  return new Map([...codes].filter(([, set]) => set.size > 0).sort(([a], [b]) => a - b).map(([status, set]) => [status, [...set].sort()]));
+}
+
+/** Refuses a declaration the OpenAPI document and the answer checks could not describe truthfully. */
+function checkErrors(route: RouteDefinition): void {
+  for (const [status, names] of Object.entries(route.errors ?? {})) {
+    const code = Number(status);
+    if (!Number.isInteger(code) || code < 400 || code > 599) throw new Error(`${route.operationId} declares errors for status ${status}`);
+    for (const name of names as readonly string[]) {
+      if (!isErrorCode(name)) throw new Error(`${route.operationId} declares the error code ${name}, which ERROR_CODES (src/http/error-codes.ts) does not list`);
+    }
+  }
+  // An error status described in `responses` must carry some code: the route's own or the edge's
+  // (on some deployment, every feature on).
+  const kinds: TokenKind[] = ['person', 'device', 'cloud-session', 'run-credential'];
+  const possible = new Set<number>();
+  for (const deployment of ['self-hosted', 'cloud'] as const) for (const status of errorCodesOf(route, fullProfile(deployment, kinds)).keys()) possible.add(status);
+  for (const status of Object.keys(route.responses).map(Number)) {
+    if (status >= 400 && !possible.has(status)) {
+      throw new Error(`${route.operationId} describes a ${status} answer without naming its codes in errors`);
+    }
+  }
 }
 
 /** The middleware the registry puts in front of a route's handler, supplied by the app. */
@@ -142,6 +260,13 @@ function validator(where: 'params' | 'query' | 'body', schema: Schema | undefine
       const { field, message } = describeError(where, validate.errors?.[0]);
       throw invalidRequest(message, { field });
     }
+    // ajv coerces `1e999` in a query or path to Infinity and lets it pass `integer` and `maximum`;
+    // nothing downstream (a SQL LIMIT, a date) can use it.
+    if (where !== 'body') {
+      for (const [name, coerced] of Object.entries(target as Record<string, unknown>)) {
+        if (typeof coerced === 'number' && !Number.isFinite(coerced)) throw invalidRequest(`${where}.${name} must be a finite number`, { field: `${where}.${name}` });
+      }
+    }
     return target;
   };
 }
@@ -149,6 +274,8 @@ function validator(where: 'params' | 'query' | 'body', schema: Schema | undefine
 export class RouteRegistry {
   readonly routes: RouteDefinition[] = [];
   private matchers: { method: HttpMethod; match: MatchFunction<object>; route: RouteDefinition }[] = [];
+  /** The deployment the routes were mounted for; until then every declared route counts. */
+  private profile: DeploymentProfile | undefined;
 
   add(...routes: RouteDefinition[]): void {
     for (const route of routes) {
@@ -159,22 +286,44 @@ export class RouteRegistry {
       if (route.auth !== 'public' && route.auth.includes('device') && !route.deviceScope) {
         throw new Error(`${route.operationId} accepts device tokens but names no deviceScope`);
       }
+      checkErrors(route);
       this.routes.push(route);
-      this.matchers.push({ method: route.method, match: match(expressPath(route.path)), route });
+      this.matchers.push({ method: route.method, match: match(expressPath(route.path), { decode: false }), route });
     }
   }
 
-  /** The declared route answering `method path`, for answer checks in tests. */
-  find(method: string, path: string): RouteDefinition | undefined {
-    const pathname = path.split('?')[0] ?? path;
-    const lower = method.toLowerCase();
-    return this.matchers.find((m) => m.method === lower && m.match(pathname) !== false)?.route;
+  private served(route: RouteDefinition): boolean {
+    return this.profile === undefined || servedOn(route, this.profile);
   }
 
-  /** Mount every route on the router, each behind the layers it declares. */
-  mount(router: Router, layers: RouteLayers, deployment: 'cloud' | 'self-hosted'): void {
+  /** The served route answering `method path` (HEAD is answered by GET), for answer checks in tests. */
+  find(method: string, path: string): RouteDefinition | undefined {
+    const pathname = path.split('?')[0] ?? path;
+    const lower = method.toLowerCase() === 'head' ? 'get' : method.toLowerCase();
+    return this.matchers.find((m) => m.method === lower && this.served(m.route) && m.match(pathname) !== false)?.route;
+  }
+
+  /**
+   * The methods served at a path (`Allow`), GET bringing HEAD with it (Express answers HEAD with
+   * the GET route, without the body); empty when no served route has this path.
+   */
+  allowedMethods(path: string): string[] {
+    const methods = new Set<string>();
+    for (const m of this.matchers) if (this.served(m.route) && m.match(path) !== false) methods.add(m.method.toUpperCase());
+    if (methods.has('GET')) methods.add('HEAD');
+    return ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'].filter((method) => methods.has(method));
+  }
+
+  /**
+   * Mount every route this deployment serves on the router, each behind the layers it declares,
+   * then one last layer: a path some route serves, asked with a method none serves, is 405
+   * `method_not_allowed` with `Allow` (OPTIONS included: the API answers no CORS preflight);
+   * anything else falls through to 404.
+   */
+  mount(router: Router, layers: RouteLayers, profile: DeploymentProfile): void {
+    this.profile = profile;
     for (const route of this.routes) {
-      if (route.cloudOnly && deployment !== 'cloud') continue;
+      if (!servedOn(route, profile)) continue;
       const chain: RequestHandler[] = [];
       const limits = route.rateLimits ?? [];
       const bodyLimit = route.bodyLimitBytes ?? layers.defaultBodyLimitBytes;
@@ -190,6 +339,10 @@ export class RouteRegistry {
       chain.push(this.handle(route));
       router[route.method](expressPath(route.path), ...chain);
     }
+    router.use((req: Request, _res: Response, next: NextFunction) => {
+      const allowed = this.allowedMethods(req.path);
+      next(allowed.length ? methodNotAllowed(allowed) : undefined);
+    });
   }
 
   private handle(route: RouteDefinition): RequestHandler {
@@ -217,7 +370,7 @@ export class RouteRegistry {
         if (!reply || res.headersSent) return;
         if (reply.headers) res.set(reply.headers);
         if (reply.body === undefined) res.status(reply.status).end();
-        else res.status(reply.status).json(reply.body);
+        else sendJson(res, reply.status, reply.body);
       } catch (error) {
         next(error);
       }
@@ -225,13 +378,24 @@ export class RouteRegistry {
   }
 }
 
-/** The schema an answer must match: the declared one, or the error body for errors. */
-export function answerSchema(route: RouteDefinition | undefined, status: number): Schema | undefined | null {
-  if (!route) return status >= 400 ? errorBodySchema : null;
-  const declared = route.responses[status];
-  if (declared) return declared.schema;
-  if (status >= 400) return errorBodySchema;
-  return null;
+/**
+ * The schema an answer must match, or null when the route does not declare that answer: the
+ * declared success schema; for an error status, the error body (or the route's own schema) when
+ * `code` is among the codes the route can answer with that status on this deployment. A 500
+ * `internal_error` is declared for every operation (the OpenAPI `default` answer).
+ */
+export function answerSchema(
+  route: RouteDefinition | undefined,
+  status: number,
+  code?: unknown,
+  profile?: DeploymentProfile,
+): Schema | undefined | null {
+  if (status >= 400 && (status === 500 ? code === 'internal_error' : !route)) return errorBodySchema;
+  if (!route) return null;
+  if (status < 400) return status in route.responses ? route.responses[status]!.schema : null;
+  const codes = profile ? errorCodesOf(route, profile).get(status) : undefined;
+  if (!codes || !codes.includes(code as ErrorCode)) return null;
+  return route.responses[status]?.schema ?? errorBodySchema;
 }
 
 export function isApiError(error: unknown): error is ApiError {

@@ -3,12 +3,14 @@ import type { Deployment } from '../config.js';
 import type { OrganisationRecord } from '../modules/organisation/entities.js';
 import type { OrganisationService } from '../modules/organisation/service.js';
 import { unknownTenant } from './errors.js';
+import { requestOrigin } from './origin.js';
 import { HOST_NAME } from '../modules/organisation/service.js';
 
 /**
- * Tenancy. Self-hosted: the organisation is the one served at the request's host name (the
- * forwarded host only when TRUST_PROXY trusts the proxy; Express decides that); no match is
- * 404 `unknown_tenant`. Cloud: one base address for everyone, the organisation comes from the
+ * Tenancy. Self-hosted: the organisation is the one served at the host of the request's trusted
+ * origin (src/http/origin.ts: PLATFORM_BASE_URL's when set, else the validated Host, or the
+ * forwarded host when TRUST_PROXY trusts the proxy), the same host DPoP proofs must name; no
+ * match is 404 `unknown_tenant`. Cloud: one base address for everyone, the organisation comes from the
  * token (devices) or the session's `X-Platform-Organisation` header, so nothing happens here.
  *
  * Host look-ups are cached for a few seconds: every tenant request passes here.
@@ -20,7 +22,7 @@ export function tenancy(deployment: Deployment, organisations: OrganisationServi
   const cache = new Map<string, { organisation: OrganisationRecord | null; until: number }>();
   return async (req: Request, _res: Response, next: NextFunction) => {
     try {
-      const host = (req.hostname ?? '').toLowerCase();
+      const host = requestOrigin(req).hostname;
       // A Host that cannot name an organisation costs no query and takes no cache room.
       if (!HOST_NAME.test(host)) throw unknownTenant();
       const now = Date.now();

@@ -585,7 +585,7 @@ describe('logs', () => {
     expect(seen.length).toBeGreaterThan(30);
     for (const secret of seen) expect(written).not.toContain(secret);
     // The provider's answer is logged with its code (and state) replaced.
-    expect(written).toContain('/device/callback?code=[Redacted]&state=[Redacted]&iss=');
-    expect(written).toContain('/device?user_code=[Redacted]');
+    expect(written).toContain('/device/callback?code=[REDACTED]&state=[REDACTED]&iss=');
+    expect(written).toContain('/device?user_code=[REDACTED]');
   });
 });

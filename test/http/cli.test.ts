@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { DataSource } from 'typeorm';
 import { bootstrapLocalhost } from '../../src/bootstrap.js';
-import { runCli } from '../../src/cli/program.js';
 import type { OrganisationView } from '../../src/cli/organisations.js';
 import type { ProjectView } from '../../src/cli/projects.js';
 import { loadConfig } from '../../src/config.js';
@@ -9,6 +8,7 @@ import { createDataSource } from '../../src/db/data-source.js';
 import { OrganisationService } from '../../src/modules/organisation/service.js';
 import { ProjectService } from '../../src/modules/projects/service.js';
 import { ManualClock } from '../../src/util/clock.js';
+import { auditsOf, runCliCapturing, type CliOutcome } from '../support/cli.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 
 /** The admin command line, run in process against a fresh database (SQLite, or MariaDB in `services`). */
@@ -33,25 +33,16 @@ async function openDatabase(): Promise<Opened> {
   };
 }
 
-interface Outcome {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+type Outcome = CliOutcome;
 
 const clock = new ManualClock(Date.UTC(2026, 2, 1, 9, 0, 0));
 
 async function runOn(opened: Opened | undefined, args: string[], env: Record<string, string> = {}): Promise<Outcome> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(args, {
+  return runCliCapturing(args, {
     env: { PLATFORM_DEPLOYMENT: 'self-hosted', ...(opened ? { DATABASE_URL: opened.database.url } : {}), ...env },
-    stdout: (text) => void (stdout += text),
-    stderr: (text) => void (stderr += text),
     clock,
     ...(opened ? { dataSource: opened.dataSource } : {}),
   });
-  return { code, stdout, stderr };
 }
 
 /** A refusal is one line on stderr, nothing on stdout, and no stack trace. */
@@ -70,6 +61,7 @@ const organisations = () => new OrganisationService(main.dataSource, clock);
 async function createOrg(name: string, extra: string[] = []): Promise<OrganisationView> {
   const outcome = await cli(['org', 'create', '--name', name, '--json', ...extra]);
   expect(outcome).toMatchObject({ code: 0, stderr: '' });
+  expect(auditsOf(outcome)).toEqual([expect.objectContaining({ action: 'organisation.created', actor: { kind: 'cli' } })]);
   return JSON.parse(outcome.stdout) as OrganisationView;
 }
 
@@ -274,6 +266,17 @@ describe('platform person set-role', () => {
     expect(outcome).toMatchObject({ code: 0, stderr: '' });
     expect(outcome.stdout).toBe(`alice <alice@roles.example> (${alice.id}) is admin of ${org.id} (was member).\n`);
     expect(await organisations().roleOf(org.id, alice.id)).toBe('admin');
+    // One audit line on stderr (JSON), naming who, what and which organisation.
+    expect(auditsOf(outcome)).toEqual([
+      { action: 'person.role_changed', organisationId: org.id, actor: { kind: 'cli' }, target: { personId: alice.id, role: 'admin', previous: 'member' } },
+    ]);
+    expect(outcome.log[0]).toMatchObject({ level: 30, msg: 'audit person.role_changed' });
+  });
+
+  it('writes no audit line for a refused change', async () => {
+    const outcome = await cli(['person', 'set-role', '--org', org.id, '--person', 'nobody@roles.example', '--role', 'admin']);
+    expect(outcome.code).toBe(1);
+    expect(auditsOf(outcome)).toEqual([]);
   });
 
   it('gives a role by person id', async () => {
@@ -368,6 +371,14 @@ describe('platform project', () => {
     expect((await cli(['project', 'set-role', '--org', org.id, '--project', created.id, '--person', dave.id, '--role', 'owner'])).code).toBe(0);
     const demoted = await cli(['project', 'set-role', '--org', org.id, '--project', created.id, '--person', carol.id, '--role', 'contributor']);
     expect(demoted.stdout).toContain('(was owner)');
+    expect(auditsOf(demoted)).toEqual([
+      {
+        action: 'project.role_changed',
+        organisationId: org.id,
+        actor: { kind: 'cli' },
+        target: { projectId: created.id, personId: carol.id, role: 'contributor', previous: 'owner' },
+      },
+    ]);
     const members = await new ProjectService(main.dataSource, clock).members(org.id, created.id);
     expect(new Map(members.map((member) => [member.personId, member.role]))).toEqual(
       new Map([

@@ -19,6 +19,9 @@ beforeAll(async () => {
     authOptional: true,
     disabledCommands: ['STARTTLS'],
     logger: false,
+    // close() waits this long for connections still open (the last mail's, when the client has
+    // not quit yet) before ending them; its default of 30 s is the test's whole timeout.
+    closeTimeout: 200,
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));

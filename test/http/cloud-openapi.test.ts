@@ -71,7 +71,7 @@ describe('the Cloud OpenAPI document', () => {
     const { body } = await call(cloud, 'get', '/openapi.json');
     const token = body.paths['/auth/v1/token'].post;
     expect(Object.keys(token.requestBody.content).sort()).toEqual(['application/json', 'application/x-www-form-urlencoded']);
-    expect(token.responses['400'].content['application/json'].schema.properties.error.enum).toEqual(['invalid_request', 'invalid_grant', 'unsupported_grant_type', 'json_too_complex']);
+    expect(token.responses['400'].content['application/json'].schema.properties.error.enum).toEqual(['invalid_grant', 'invalid_request', 'json_too_complex', 'unsupported_grant_type']);
     const text = JSON.stringify(body.paths);
     for (const code of ['invalid_code', 'already_linked', 'slow_down', 'confirm', 'sole_owner', 'last_sign_in_method']) expect(text).toContain(code);
     expect(body.paths['/auth/v1/email/start'].post.responses['429']).toBeDefined();

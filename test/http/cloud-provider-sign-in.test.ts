@@ -364,7 +364,7 @@ describe('linking a provider with a link ticket', () => {
     expectRedirectError(new URL(reused.headers.location!), 'invalid_request');
     // Tickets, one-time codes and states travel in addresses; the request log shows none of them.
     const logs = JSON.stringify(platform.logs);
-    expect(logs).toContain('link=[Redacted]');
+    expect(logs).toContain('link=[REDACTED]');
     for (const secret of [ticket, second, started.location.searchParams.get('state')!]) expect(logs).not.toContain(secret);
   });
 });

@@ -140,7 +140,7 @@ describe('GET /platform/v1/devices', () => {
       expect(res.status).toBe(200);
       expect(res.body.devices.length).toBeLessThanOrEqual(3);
       paged.push(...res.body.devices.map((device: { id: string }) => device.id));
-      if (!res.body.nextCursor) break;
+      if (res.body.nextCursor === null) break;
       query = `?limit=3&cursor=${res.body.nextCursor}`;
     }
     expect(paged).toEqual(all);

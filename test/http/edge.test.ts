@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import request from 'supertest';
 import { call, createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
 import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
 
@@ -34,6 +35,62 @@ describe('edge', () => {
     const res = await call(platform, 'get', '/nothing/here', { host });
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ error: 'not_found', message: 'no such route' });
+  });
+
+  it('answers 405 method_not_allowed with Allow on every served path, for every method it does not serve', async () => {
+    const methods = ['get', 'post', 'put', 'patch', 'delete'] as const;
+    const paths = new Map<string, Set<string>>();
+    for (const route of platform.registry.routes.filter((r) => !r.cloudOnly)) {
+      (paths.get(route.path) ?? paths.set(route.path, new Set()).get(route.path)!).add(route.method);
+    }
+    expect(paths.size).toBeGreaterThan(10);
+    let checked = 0;
+    for (const [path, served] of paths) {
+      const concrete = path.replace(/\{\w+\}/g, 'x1');
+      const allow = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'].filter((m) => served.has(m.toLowerCase()) || (m === 'HEAD' && served.has('get')));
+      for (const method of methods.filter((m) => !served.has(m))) {
+        const res = await call(platform, method, concrete, { host });
+        expect({ path, method, status: res.status, body: res.body, allow: res.headers.allow }).toEqual({
+          path,
+          method,
+          status: 405,
+          body: { error: 'method_not_allowed', message: 'this method is not allowed on this path' },
+          allow: allow.join(', '),
+        });
+        checked += 1;
+      }
+    }
+    expect(checked).toBeGreaterThan(40);
+  });
+
+  it('decides HEAD and OPTIONS: HEAD is served wherever GET is, OPTIONS nowhere (no CORS preflight)', async () => {
+    const head = await request(platform.app).head('/healthz');
+    expect(head.status).toBe(200);
+    expect(head.text ?? '').toBe('');
+    const options = await request(platform.app).options('/healthz');
+    expect(options.status).toBe(405);
+    expect(options.headers.allow).toBe('GET, HEAD');
+    const onPost = await request(platform.app).head('/relay/v1/device/code').set('Host', host);
+    expect(onPost.status).toBe(405);
+    expect(onPost.headers.allow).toBe('POST');
+  });
+
+  it('answers 405 with Allow on the approval pages too, as a page', async () => {
+    const res = await request(platform.app).post('/device').set('Host', host);
+    expect(res.status).toBe(405);
+    expect(res.headers.allow).toBe('GET, HEAD');
+    expect(res.headers['content-type']).toMatch(/^text\/html/);
+    const signIn = await request(platform.app).get('/device/sign-in').set('Host', host);
+    expect(signIn.status).toBe(405);
+    expect(signIn.headers.allow).toBe('POST');
+  });
+
+  it('answers 404 not_found for a path nothing serves, whatever the method', async () => {
+    for (const method of ['get', 'post', 'delete'] as const) {
+      const res = await call(platform, method, '/platform/v1/nothing', { host });
+      expect(res.status).toBe(404);
+      expect(res.body.error).toBe('not_found');
+    }
   });
 
   it('refuses a body larger than the limit with 413 before any work is done', async () => {

@@ -276,8 +276,40 @@ describe('reading what was ingested (console)', () => {
           { id: 'r2', at: '2026-11-01T20:00:00.000Z', provider: 'anthropic', model: 'claude', inputTokens: 200, outputTokens: 20, cachedTokens: 0, cost: 0.5 },
           { id: 'r3', at: '2026-11-02T10:00:00.000Z', provider: 'openai', model: 'gpt', inputTokens: 1, outputTokens: 2, cachedTokens: 0, cost: 0.125 },
         ],
+        audit: [
+          { id: 'ra1', at: '2026-11-01T09:00:00.000Z', actor: 'agent', action: 'file.write', target: 'src/a.ts', label: 'wrote a' },
+          { id: 'ra2', at: '2026-11-01T10:00:00.000Z', actor: 'agent', action: 'memory.read', target: 'notes', label: 'project notes', details: { query: 'q' } },
+          { id: 'ra3', at: '2026-11-01T11:00:00.000Z', actor: 'usr_reader', action: 'file.write', target: 'src/b.ts' },
+        ],
+        tasks: [
+          { id: 'rt1', title: 'Fix the build', status: 'completed', createdAt: '2026-11-01T08:00:00.000Z', updatedAt: '2026-11-01T09:00:00.000Z', completedAt: '2026-11-01T09:00:00.000Z' },
+          { id: 'rt2', title: 'Write the notes', status: 'in_progress', createdAt: '2026-11-01T10:00:00.000Z', updatedAt: '2026-11-01T10:30:00.000Z' },
+        ],
       }),
     );
+  });
+
+  it('pages audit records newest first, each once, the memory read by its label only', async () => {
+    const first = await call(platform, 'get', '/platform/v1/ingest/audit?workspaceId=ws-read&limit=2', { host, headers: admin() });
+    expect(first.status).toBe(200);
+    expect(first.body.items.map((item: { id: string }) => item.id)).toEqual(['ra3', 'ra2']);
+    const memoryRead = first.body.items[1];
+    expect(memoryRead).toMatchObject({ action: 'memory.read', label: 'project notes' });
+    expect(memoryRead.details).toBeUndefined();
+    expect(memoryRead.target).toBeUndefined();
+    const second = await call(platform, 'get', `/platform/v1/ingest/audit?workspaceId=ws-read&limit=2&cursor=${first.body.nextCursor}`, { host, headers: admin() });
+    expect(second.body).toEqual({ items: [expect.objectContaining({ id: 'ra1' })], nextCursor: null });
+    const writes = await call(platform, 'get', '/platform/v1/ingest/audit?workspaceId=ws-read&kind=file.write', { host, headers: admin() });
+    expect(writes.body.items.map((item: { id: string }) => item.id)).toEqual(['ra3', 'ra1']);
+  });
+
+  it('lists tasks as last reported, by status', async () => {
+    const all = await call(platform, 'get', '/platform/v1/ingest/tasks?workspaceId=ws-read', { host, headers: admin() });
+    expect(all.status).toBe(200);
+    expect(all.body.items.map((item: { id: string }) => item.id).sort()).toEqual(['rt1', 'rt2']);
+    expect(all.body.nextCursor).toBeNull();
+    const open = await call(platform, 'get', '/platform/v1/ingest/tasks?workspaceId=ws-read&kind=in_progress', { host, headers: admin() });
+    expect(open.body.items).toEqual([expect.objectContaining({ id: 'rt2', title: 'Write the notes', status: 'in_progress' })]);
   });
 
   it('pages events newest first with a keyset cursor and filters', async () => {
@@ -306,8 +338,10 @@ describe('reading what was ingested (console)', () => {
   });
 
   it('is for owners and admins only, and refuses a forged cursor', async () => {
-    const member = await call(platform, 'get', '/platform/v1/ingest/events', { host, headers: { Authorization: `Bearer ${memberToken}` } });
-    expect(member.status).toBe(403);
+    for (const list of ['events', 'audit', 'tasks', 'usage/summary']) {
+      const member = await call(platform, 'get', `/platform/v1/ingest/${list}`, { host, headers: { Authorization: `Bearer ${memberToken}` } });
+      expect({ list, status: member.status, error: member.body.error }).toEqual({ list, status: 403, error: 'forbidden' });
+    }
     const forged = await call(platform, 'get', '/platform/v1/ingest/events?cursor=bm90LWEtY3Vyc29y', { host, headers: admin() });
     expect(forged.status).toBe(400);
     expect(forged.body.field).toBe('query.cursor');

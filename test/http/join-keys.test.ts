@@ -206,7 +206,7 @@ describe('listing join keys', () => {
       expect(res.status).toBe(200);
       expect(res.body.joinKeys.length).toBeLessThanOrEqual(2);
       paged.push(...res.body.joinKeys.map((key: { id: string }) => key.id));
-      if (!res.body.nextCursor) break;
+      if (res.body.nextCursor === null) break;
       query = `?limit=2&cursor=${res.body.nextCursor}`;
     }
     expect(paged).toEqual(all);
@@ -496,5 +496,38 @@ describe('rate limit of POST /relay/v1/device/join', () => {
     expect(refused.status).toBe(429);
     expect(refused.body.error).toBe('too_many_requests');
     expect(refused.headers['retry-after']).toBe('60');
+  });
+});
+
+describe('server nonces (DPOP_REQUIRE_NONCE) at POST /relay/v1/device/join', () => {
+  let noncePlatform: TestPlatform;
+  let nonceIdp: TestIdentityProvider;
+  let nonceHost: string;
+
+  beforeAll(async () => {
+    noncePlatform = await startPlatform({ clock, env: { RATE_LIMITS_ENABLED: 'false', DPOP_REQUIRE_NONCE: 'true' } });
+    const orgs = await twoOrganisations(noncePlatform, clock, ['Nonce', 'Nonce other']);
+    await orgs.otherIdp.close();
+    nonceIdp = orgs.idp;
+    nonceHost = orgs.host;
+  });
+  afterAll(async () => {
+    await nonceIdp?.close();
+    await noncePlatform?.close();
+  });
+
+  it('answers 400 use_dpop_nonce with a DPoP-Nonce header and leaves the key unused, then takes a proof carrying it', async () => {
+    const created = await call(noncePlatform, 'post', '/platform/v1/join-keys', { host: nonceHost, headers: await personHeaders(nonceIdp, 'admin'), body: { description: 'Nonce rack' } });
+    expect(created.status).toBe(201);
+    const key = await newProofKey();
+    const url = `http://${nonceHost}/relay/v1/device/join`;
+    const body = { key: created.body.key, manifest: manifest(), name: 'Nonce node', dpop_jkt: key.jkt };
+    const first = await call(noncePlatform, 'post', '/relay/v1/device/join', { host: nonceHost, headers: { DPoP: await proof(key, url) }, body });
+    expectOauthError(first, 'use_dpop_nonce');
+    const nonce = first.headers['dpop-nonce'] as string;
+    expect(nonce).toBeTruthy();
+    const second = await call(noncePlatform, 'post', '/relay/v1/device/join', { host: nonceHost, headers: { DPoP: await proof(key, url, { nonce }) }, body });
+    expect(second.status).toBe(200);
+    expect(second.body.token_type).toBe('DPoP');
   });
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { runCli } from '../../src/cli/program.js';
+import { runCliCapturing } from '../support/cli.js';
 import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { deviceHeaders, enrolDevice } from '../support/devices.js';
 import { TestIdentityProvider } from '../support/idp.js';
@@ -24,17 +24,12 @@ afterAll(async () => {
   await platform.close();
 });
 
-async function cli(args: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(args, {
+function cli(args: string[]) {
+  return runCliCapturing(args, {
     env: { PLATFORM_DEPLOYMENT: 'self-hosted', DATABASE_URL: platform.database.url, OIDC_ALLOW_HTTP_LOOPBACK: 'true' },
-    stdout: (text) => void (stdout += text),
-    stderr: (text) => void (stderr += text),
     clock: platform.clock,
     dataSource: platform.dataSource,
   });
-  return { code, stdout, stderr };
 }
 
 const asPerson = (token: string) => ({ Authorization: `Bearer ${token}` });
@@ -55,6 +50,9 @@ describe('platform person remove', () => {
     const removed = await cli(['person', 'remove', '--org', organisation.id, '--person', 'leaver@example.test']);
     expect(removed).toMatchObject({ code: 0, stderr: '' });
     expect(removed.stdout).toContain('was removed');
+    expect(removed.log.map((line) => line.audit)).toEqual([
+      { action: 'person.removed', organisationId: organisation.id, actor: { kind: 'cli' }, target: { personId: expect.stringMatching(/^usr_/) } },
+    ]);
 
     const again = await call(platform, 'get', '/platform/v1/organisation', { host, headers: asPerson(await idp.mint({ sub: 'leaver' })) });
     expect(again.status).toBe(401);

@@ -23,11 +23,9 @@ describe('GET /openapi.json', () => {
     expect(result.valid).toBe(true);
   });
 
-  it('describes a security scheme for every token kind', async () => {
+  it('describes a security scheme for every token kind this deployment accepts, and no other', async () => {
     const { body } = await call(platform, 'get', '/openapi.json');
-    expect(Object.keys(body.components.securitySchemes).sort()).toEqual(
-      ['cloudSession', 'deviceDpop', 'deviceToken', 'personToken', 'runCredential'].sort(),
-    );
+    expect(Object.keys(body.components.securitySchemes).sort()).toEqual(['deviceDpop', 'deviceToken', 'personToken']);
     expect(body.components.securitySchemes.deviceDpop).toMatchObject({ type: 'http', scheme: 'DPoP' });
   });
 
@@ -80,11 +78,49 @@ describe('schema meta rules', () => {
 });
 
 describe('what the document promises', () => {
-  it('lists, per operation, only the token kinds this deployment accepts', async () => {
+  it('lists, per operation and status, exactly the error codes the routes can answer here', async () => {
+    const { body } = await call(platform, 'get', '/openapi.json');
+    const organisation = body.paths['/platform/v1/organisation'].get.responses;
+    const codes = (status: string) => organisation[status].content['application/json'].schema.properties.error.enum;
+    expect(codes('401')).toEqual(['invalid_dpop_proof', 'unauthorized']);
+    expect(codes('404')).toEqual(['unknown_tenant']);
+    expect(codes('403')).toEqual(['insufficient_scope']);
+    // No Redis, no required nonces in this deployment: no 503, no use_dpop_nonce.
+    expect(organisation['503']).toBeUndefined();
+    const declared = Object.values(body.paths as Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: { properties?: { error?: { enum?: string[] } } } }> }> }>>)
+      .flatMap((item) => Object.values(item))
+      .flatMap((op) => Object.values(op.responses))
+      .flatMap((answer) => answer.content?.['application/json']?.schema.properties?.error?.enum ?? []);
+    expect(declared).toContain('invalid_dpop_proof');
+    expect(declared).not.toContain('use_dpop_nonce');
+    expect(organisation.default.description).toContain('internal_error');
+    const poll = body.paths['/relay/v1/device/token'].post.responses['400'].content['application/json'].schema.properties.error.enum;
+    expect(poll).toEqual(expect.arrayContaining(['authorization_pending', 'slow_down', 'invalid_grant', 'invalid_request']));
+  });
+
+  it('follows the configuration: Redis adds 503, required nonces add use_dpop_nonce, disabled rate limits drop 429', async () => {
+    const { unreachableRedis } = await import('../support/platform.js');
+    const redis = await unreachableRedis();
+    const configured = await startPlatform({ redis, env: { DPOP_REQUIRE_NONCE: 'true', RATE_LIMITS_ENABLED: 'false' } });
+    try {
+      const { body } = await call(configured, 'get', '/openapi.json');
+      const organisation = body.paths['/platform/v1/organisation'].get.responses;
+      expect(organisation['503'].content['application/json'].schema.properties.error.enum).toEqual(['temporarily_unavailable']);
+      expect(organisation['401'].content['application/json'].schema.properties.error.enum).toContain('use_dpop_nonce');
+      expect(body.paths['/relay/v1/device/code'].post.responses['429']).toBeUndefined();
+    } finally {
+      await configured.close();
+      redis.disconnect();
+    }
+  });
+
+  it('lists, per operation, only the token kinds this deployment accepts, and no header only they would read', async () => {
     const { body } = await call(platform, 'get', '/openapi.json');
     const text = JSON.stringify(body.paths);
     expect(text).not.toContain('"cloudSession"');
     expect(text).toContain('"personToken"');
+    // Read with Cloud sessions only, which this deployment does not accept.
+    expect(text).not.toContain('"X-Platform-Organisation"');
   });
 
   it('documents 403 where a scope or a role can refuse', async () => {
@@ -94,5 +130,43 @@ describe('what the document promises', () => {
     expect(body.paths['/policy/v1/organisation'].put.responses['403']).toBeDefined();
     expect(body.paths['/policy/v1/organisation'].put.responses['409']).toBeDefined();
     expect(body.paths['/.well-known/platform.json'].get.responses['403']).toBeUndefined();
+  });
+});
+
+describe('the Cloud document', () => {
+  let cloud: TestPlatform;
+  beforeAll(async () => {
+    cloud = await startPlatform({ env: { PLATFORM_DEPLOYMENT: 'cloud', PLATFORM_BASE_URL: 'https://api.platform.test' } });
+  });
+  afterAll(() => cloud.close());
+
+  it('describes only what Cloud serves: device tokens and Cloud sessions, never person tokens, and every operation a session can call', async () => {
+    const { body } = await call(cloud, 'get', '/openapi.json');
+    expect(Object.keys(body.components.securitySchemes).sort()).toEqual(['cloudSession', 'deviceDpop', 'deviceToken']);
+    const text = JSON.stringify(body);
+    for (const absent of ['personToken', 'runCredential', 'unknown_tenant']) expect(text).not.toContain(absent);
+    // The operations people call (administration, device approval, policy publishes and
+    // restores) are served to Cloud sessions, with the header that names the organisation.
+    const session = [{ cloudSession: [] }];
+    for (const [path, method] of [
+      ['/platform/v1/join-keys', 'post'],
+      ['/platform/v1/devices', 'get'],
+      ['/platform/v1/device-approvals/approve', 'post'],
+      ['/policy/v1/organisation', 'put'],
+      ['/policy/v1/organisation/revisions/{number}/restore', 'post'],
+      ['/policy/v1/projects/{projectId}/revisions/{number}/restore', 'post'],
+      ['/platform/v1/ingest/events', 'get'],
+    ] as const) {
+      const operation = body.paths[path]?.[method];
+      expect({ path, security: operation?.security }).toEqual({ path, security: session });
+      expect(operation.parameters.map((parameter: { name: string }) => parameter.name)).toContain('X-Platform-Organisation');
+      expect(operation.responses['404'].content['application/json'].schema.properties.error.enum).toContain('not_found');
+    }
+    expect(body.paths['/policy/v1'].get.security).toEqual([{ deviceToken: [] }, { deviceDpop: [] }, { cloudSession: [] }]);
+    const res = await call(cloud, 'get', '/platform/v1/join-keys');
+    expect(res.status).toBe(401);
+    expect(body.servers).toEqual([{ url: 'https://api.platform.test', description: 'Cloud' }]);
+    const validator = new Validator();
+    expect((await validator.validate(body)).valid).toBe(true);
   });
 });

@@ -490,7 +490,7 @@ describe('pictures per project', () => {
     const results = await Promise.all(Array.from({ length: 6 }, (_, i) => save(owner, `late-${i}`, { spec: spec(), svg: SVG }, { 'If-Match': '"0"' }, full)));
     expect(results.map((res) => res.status).sort()).toEqual([201, 201, 409, 409, 409, 409]);
     const refused = results.find((res) => res.status === 409)!;
-    expect(refused.body).toMatchObject({ error: 'picture_limit_reached', limit: PICTURE_LIMITS.perProject });
+    expect(refused.body).toMatchObject({ error: 'picture_limit_reached', max: PICTURE_LIMITS.perProject });
     const counted = (await platform.dataSource.query('SELECT COUNT(*) AS n FROM pictures WHERE project_id = ?', [full])) as { n: number | string }[];
     expect(Number(counted[0]!.n)).toBe(PICTURE_LIMITS.perProject);
 

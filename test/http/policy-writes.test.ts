@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { Response } from 'supertest';
 import { DEFAULT_POLICY } from '../../policies/default-policy.js';
 import { PersonIdentityEntity, type OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { PolicyRevisionEntity } from '../../src/modules/policy/entities.js';
 import { canonicalJson, mergeOverride } from '../../src/modules/policy/merge.js';
+import { PolicyStore } from '../../src/modules/policy/store.js';
 import type { PolicyDocument } from '../../src/modules/policy/schemas.js';
 import { newId } from '../../src/util/ids.js';
 import { TestIdentityProvider } from '../support/idp.js';
@@ -307,11 +308,62 @@ describe('restoring an earlier publish', () => {
     expect(auditLines('policy.restored').at(-1)).toMatchObject({ audit: { target: { projectId: project.id, restoredFrom: first.body.number } } });
   });
 
-  it('refuses a member with 403', async () => {
+  it('refuses a member with 403, for the organisation and for a project', async () => {
     const [first] = (await rows()).filter((row) => row.projectId === null);
     const res = await restore(first!.number, {}, undefined, 'member');
     expect(res.status).toBe(403);
     expect(res.body.error).toBe('forbidden');
+    const project = await platform.services.projects.create(organisation.id, { name: 'Member restore' });
+    const override = await publish({ agents: { sandbox: 'off' } }, {}, project.id);
+    const projectRes = await restore(override.body.number, {}, project.id, 'member');
+    expect(projectRes.status).toBe(403);
+    expect(projectRes.body.error).toBe('forbidden');
+  });
+
+  it("honours If-Match on a project's restore: 412 over a stale ETag", async () => {
+    const project = await platform.services.projects.create(organisation.id, { name: 'Stale restore' });
+    const first = await publish({ agents: { sandbox: 'off' } }, {}, project.id);
+    expect((await publish({ agents: { sandbox: 'workspace' } }, {}, project.id)).status).toBe(200);
+    const res = await restore(first.body.number, { 'If-Match': first.headers.etag! }, project.id);
+    expect(res.status).toBe(412);
+    expect(res.body.error).toBe('precondition_failed');
+  });
+
+  it("refuses a project's publish that no longer validates with 409 invalid_revision", async () => {
+    const project = await platform.services.projects.create(organisation.id, { name: 'Invalid restore' });
+    const number = (await rows()).at(-1)!.number + 1;
+    await platform.dataSource.getRepository(PolicyRevisionEntity).insert({
+      id: newId('pol'),
+      organisationId: organisation.id,
+      projectId: project.id,
+      number,
+      document: canonicalJson({ dlp: { onSecrets: 'vaporise' } }),
+      publishedBy: null,
+      createdAt: platform.clock.now(),
+    });
+    const res = await restore(number, {}, project.id);
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ error: 'invalid_revision', number });
+  });
+
+  it('answers 409 conflict when every attempt loses the race for the next number, and stores nothing', async () => {
+    const project = await platform.services.projects.create(organisation.id, { name: 'Raced restore' });
+    const organisationFirst = await publish(document({ agents: { sandbox: 'isolated' } }));
+    expect((await publish(document({ agents: { sandbox: 'off' } }))).status).toBe(200);
+    const projectFirst = await publish({ git: { requirePullRequest: true } }, {}, project.id);
+    expect((await publish({ git: { requirePullRequest: false } }, {}, project.id)).status).toBe(200);
+    const before = (await rows()).length;
+    // Another publisher always takes the number first: every insert collides on the unique index.
+    const lost = jest.spyOn(PolicyStore.prototype, 'maxNumber').mockResolvedValue(0);
+    try {
+      for (const res of [await restore(organisationFirst.body.number), await restore(projectFirst.body.number, {}, project.id)]) {
+        expect(res.status).toBe(409);
+        expect(res.body.error).toBe('conflict');
+      }
+    } finally {
+      lost.mockRestore();
+    }
+    expect(await rows()).toHaveLength(before);
   });
 
   it('refuses a body, and a number that is not one', async () => {

@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { Response } from 'supertest';
 import { DEFAULT_POLICY } from '../../policies/default-policy.js';
 import { DeviceEntity } from '../../src/modules/devices/entities.js';
 import { PersonIdentityEntity, type OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { PolicyRevisionEntity } from '../../src/modules/policy/entities.js';
 import { canonicalJson, mergeOverride, revisionOf } from '../../src/modules/policy/merge.js';
+import { PolicyStore } from '../../src/modules/policy/store.js';
 import type { PolicyDocument } from '../../src/modules/policy/schemas.js';
 import { ProjectService } from '../../src/modules/projects/service.js';
 import { ManualClock } from '../../src/util/clock.js';
@@ -463,6 +464,27 @@ describe('stored documents that no longer validate', () => {
     expect(member.status).toBe(403);
   });
 
+  it('pages the publishes with cursor, each once, and ends with nextCursor null', async () => {
+    const owner = { Authorization: `Bearer ${await personToken('owner')}` };
+    const numbers = (await storedRows()).filter((row) => row.projectId === null).map((row) => row.number).sort((a, b) => b - a);
+    expect(numbers.length).toBeGreaterThan(2);
+    const paged: number[] = [];
+    let query = '?limit=2';
+    for (let pages = 0; pages < 50; pages++) {
+      const res = await call(platform, 'get', `/policy/v1/organisation/revisions${query}`, { host, headers: owner });
+      expect(res.status).toBe(200);
+      paged.push(...res.body.revisions.map((revision: { number: number }) => revision.number));
+      if (res.body.nextCursor === null) break;
+      query = `?limit=2&cursor=${res.body.nextCursor}`;
+    }
+    expect(paged).toEqual(numbers);
+    const all = await call(platform, 'get', '/policy/v1/organisation/revisions?limit=100', { host, headers: owner });
+    expect(all.body.nextCursor).toBeNull();
+    const bad = await call(platform, 'get', '/policy/v1/organisation/revisions?cursor=abc', { host, headers: owner });
+    expect(bad.status).toBe(400);
+    expect(bad.body.field).toBe('query.cursor');
+  });
+
   it("lists a project's overrides, and answers 404 for a project elsewhere", async () => {
     const admin = { Authorization: `Bearer ${await personToken('admin')}` };
     const project = await projects.create(organisation.id, { name: 'Audit trail' });
@@ -472,6 +494,10 @@ describe('stored documents that no longer validate', () => {
     expect(res.status).toBe(200);
     expect(res.body.revisions.map((revision: { document: unknown }) => revision.document)).toEqual([{}, { git: { requirePullRequest: false } }]);
     expect(res.body.revisions.every((revision: { projectId: string; valid: boolean }) => revision.projectId === project.id && revision.valid)).toBe(true);
+
+    const member = await call(platform, 'get', `/policy/v1/projects/${project.id}/revisions`, { host, headers: { Authorization: `Bearer ${await personToken('member')}` } });
+    expect(member.status).toBe(403);
+    expect(member.body.error).toBe('forbidden');
 
     const theirs = await projects.create(other.id, { name: 'Theirs too' });
     const elsewhere = await call(platform, 'get', `/policy/v1/projects/${theirs.id}/revisions`, { host, headers: admin });
@@ -490,5 +516,27 @@ describe('other organisations', () => {
 
     const wrongHost = await getPolicy({ as: theirs, at: host });
     expect(wrongHost.status).toBe(401);
+  });
+});
+
+describe('publishes that keep losing the race for the next number', () => {
+  it('answer 409 conflict after three attempts and store nothing, for the organisation and for a project', async () => {
+    const project = await projects.create(organisation.id, { name: 'Raced' });
+    expect((await publishOrganisation(organisationDocument({ agents: { sandbox: 'isolated' } }))).status).toBe(200);
+    const before = (await storedRows()).length;
+    // Another publisher always takes the number first: every insert collides on the unique index.
+    const lost = jest.spyOn(PolicyStore.prototype, 'maxNumber').mockResolvedValue(0);
+    try {
+      const res = await publishOrganisation(organisationDocument({ agents: { sandbox: 'off' } }));
+      expect(res.status).toBe(409);
+      expect(res.body.error).toBe('conflict');
+      const projectRes = await publishProject(project.id, { git: { requirePullRequest: true } });
+      expect(projectRes.status).toBe(409);
+      expect(projectRes.body.error).toBe('conflict');
+      expect(lost).toHaveBeenCalledTimes(6);
+    } finally {
+      lost.mockRestore();
+    }
+    expect((await storedRows()).length).toBe(before);
   });
 });

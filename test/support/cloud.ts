@@ -6,7 +6,9 @@ import { simpleParser } from 'mailparser';
 import * as oauth from 'oauth4webapi';
 import type { OrganisationRole } from '../../src/auth/principal.js';
 import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
+import { newId } from '../../src/util/ids.js';
 import { call, startPlatform, type StartOptions, type TestPlatform } from './platform.js';
+import { recordSecretsOf } from './suite-record.js';
 
 /**
  * A Cloud deployment for tests: registered redirect URIs for the console (https, and http on a
@@ -133,6 +135,26 @@ export async function createTeam(platform: TestPlatform, name: string, members: 
   const team = await platform.services.organisations.create({ name, kind: 'team' });
   for (const [personId, role] of members) await platform.services.organisations.setRole(team.id, personId, role);
   return team;
+}
+
+/**
+ * A Cloud session minted by the service directly (no mail, no rate limit): the person who signs
+ * in with `email` (made on first sight), with `role` in each of `organisations`. For tests that
+ * need a session rather than the way to one (the edge's refusals, the fuzz test).
+ */
+export async function mintSession(
+  platform: TestPlatform,
+  email: string,
+  organisations: [organisationId: string, role: OrganisationRole][] = [],
+): Promise<{ personId: string; access_token: string; refresh_token: string }> {
+  const { personId, methodId } = await platform.services.signIn.resolvePerson('email', { subject: email, email, emailVerified: true, name: email }, undefined);
+  for (const [organisationId, role] of organisations) await platform.services.organisations.setRole(organisationId, personId, role);
+  const tokens = await platform.dataSource.transaction((manager) =>
+    platform.services.sessions.start(manager, { id: newId('ses'), personId, client: 'console', signInMethodId: methodId }),
+  );
+  // Handed out without an answer to record them from: no log line may hold them either.
+  recordSecretsOf(tokens);
+  return { personId, access_token: tokens.access_token, refresh_token: tokens.refresh_token };
 }
 
 /** A team built through the API by `owner`: its summary. */

@@ -1,5 +1,5 @@
 import * as DPoP from 'dpop';
-import type { TestPlatform } from './platform.js';
+import { call, type TestPlatform } from './platform.js';
 import type { DeviceKind, DeviceRecord } from '../../src/modules/devices/entities.js';
 import { DeviceEntity } from '../../src/modules/devices/entities.js';
 import { scopeString } from '../../src/modules/devices/scopes.js';
@@ -7,6 +7,7 @@ import type { TokenAnswer } from '../../src/modules/devices/tokens.js';
 import { newId } from '../../src/util/ids.js';
 import { PersonEntity, MembershipEntity } from '../../src/modules/organisation/entities.js';
 import type { OrganisationRole } from '../../src/auth/principal.js';
+import { recordSecretsOf } from './suite-record.js';
 
 /** A person with a role in the organisation, stored directly (tests of other modules). */
 export async function createPerson(platform: TestPlatform, organisationId: string, role: OrganisationRole = 'member', name = 'Test Person') {
@@ -28,7 +29,7 @@ export interface EnrolledDevice {
  */
 export async function enrolDevice(
   platform: TestPlatform,
-  options: { organisationId: string; personId: string; kind?: DeviceKind; alg?: 'ES256' | 'Ed25519'; name?: string },
+  options: { organisationId: string; personId: string; kind?: DeviceKind; alg?: 'ES256' | 'Ed25519'; name?: string; scope?: string },
 ): Promise<EnrolledDevice> {
   const keys = options.alg ? await DPoP.generateKeyPair(options.alg) : undefined;
   const kind = options.kind ?? 'workbench';
@@ -43,7 +44,7 @@ export async function enrolDevice(
     enrolledVia: 'device_code',
     joinKeyId: null,
     dpopJkt: keys ? await DPoP.calculateThumbprint(keys.publicKey) : null,
-    scope: scopeString(kind),
+    scope: options.scope ?? scopeString(kind),
     createdAt: platform.clock.now(),
     lastSeenAt: null,
     revokedAt: null,
@@ -52,6 +53,7 @@ export async function enrolDevice(
     await manager.insert(DeviceEntity, device);
     return platform.services.deviceTokens.issue(manager, device);
   });
+  recordSecretsOf(tokens);
   return keys ? { device, tokens, keys } : { device, tokens };
 }
 
@@ -61,4 +63,26 @@ export async function deviceHeaders(enrolled: EnrolledDevice, method: string, ur
   if (!enrolled.keys) return { Authorization: `Bearer ${token}` };
   const proof = await DPoP.generateProof(enrolled.keys, url, method, options.nonce, token);
   return { Authorization: `DPoP ${token}`, DPoP: proof };
+}
+
+/**
+ * A workbench enrolled through the real device-code flow (self-hosted): it asks for a code, a
+ * person with `approver` headers looks it up and approves it, the device polls for its tokens.
+ */
+export async function enrolThroughDeviceCode(
+  platform: TestPlatform,
+  host: string,
+  approver: Record<string, string>,
+  options: { name?: string; headers?: Record<string, string> } = {},
+): Promise<TokenAnswer> {
+  const headers = options.headers ?? {};
+  const code = await call(platform, 'post', '/relay/v1/device/code', { host, headers, body: { workspaceId: 'ws-enrolled', name: options.name ?? 'Enrolled workbench' } });
+  if (code.status !== 200) throw new Error(`device code: ${code.status} ${JSON.stringify(code.body)}`);
+  for (const step of ['look-up', 'approve']) {
+    const res = await call(platform, 'post', `/platform/v1/device-approvals/${step}`, { host, headers: { ...headers, ...approver }, body: { userCode: code.body.user_code } });
+    if (res.status !== 200) throw new Error(`${step}: ${res.status} ${JSON.stringify(res.body)}`);
+  }
+  const tokens = await call(platform, 'post', '/relay/v1/device/token', { host, headers, body: { device_code: code.body.device_code } });
+  if (tokens.status !== 200) throw new Error(`device token: ${tokens.status} ${JSON.stringify(tokens.body)}`);
+  return tokens.body as TokenAnswer;
 }

@@ -13,6 +13,7 @@ import Provider, {
 } from 'oidc-provider';
 import type { OidcSettings } from '../../src/modules/organisation/service.js';
 import { systemClock, type Clock } from '../../src/util/clock.js';
+import { recordSecret } from './suite-record.js';
 
 /**
  * A real OpenID Connect provider (node-oidc-provider) inside the test process, on a loopback
@@ -286,7 +287,10 @@ export class TestIdentityProvider {
       exp: options.exp ?? iat + 300,
     });
     if (options.claims) this.pendingClaims.set(token, options.claims);
-    return token.save();
+    const minted = await token.save();
+    // No log line of the suite may ever hold a person's token (test/http/suite-checks.test.ts).
+    recordSecret(minted);
+    return minted;
   }
 
   /** A token from the provider's token endpoint (client credentials grant: `sub` is the client). */

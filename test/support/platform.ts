@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
 import request, { type Response } from 'supertest';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -11,6 +12,7 @@ import type { NewOrganisation } from '../../src/modules/organisation/service.js'
 import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { freshDatabase, type TestDatabase } from './database.js';
+import { recordAnswer, recordLogs, recordSecretsOf, recordShortSecretsOf } from './suite-record.js';
 import type { DataSource } from 'typeorm';
 import type { Redis } from 'ioredis';
 
@@ -51,10 +53,19 @@ export async function startPlatform(options: StartOptions = {}): Promise<TestPla
       done();
     },
   });
+  recordLogs('platform', logs);
   const clock = options.clock ?? new ManualClock(Date.now());
   const platform = buildApp({ config, dataSource, clock, logger: createLogger(config.logLevel, sink), redis: options.redis });
+  // Every secret the service hands out, whichever way a test reads it: answers and mails.
+  const send = platform.services.mailer.send.bind(platform.services.mailer);
+  platform.services.mailer.send = async (mail) => {
+    recordShortSecretsOf(mail.text);
+    recordSecretsOf(mail.text);
+    return send(mail);
+  };
   return {
     ...platform,
+    app: recordingSecrets(platform.app),
     config,
     clock,
     dataSource,
@@ -65,6 +76,49 @@ export async function startPlatform(options: StartOptions = {}): Promise<TestPla
       await database.drop();
     },
   };
+}
+
+/**
+ * The app, as supertest and servers call it, recording every secret an answer carries for the
+ * suite's log scan: in its body (JSON by field name and shape, anything else by shape) and in its
+ * headers (a `Location` holding a code or state, a `Set-Cookie` holding a session).
+ */
+function recordingSecrets(app: Platform['app']): Platform['app'] {
+  return new Proxy(app, {
+    apply(target, thisArg, args: unknown[]) {
+      const res = args[1] as ServerResponse;
+      const setHeader = res.setHeader.bind(res);
+      res.setHeader = (name: string, value: number | string | readonly string[]) => {
+        recordSecretsOf(value);
+        return setHeader(name, value);
+      };
+      const chunks: Buffer[] = [];
+      const write = res.write.bind(res) as (...parts: unknown[]) => boolean;
+      const end = res.end.bind(res) as (...parts: unknown[]) => ServerResponse;
+      const keep = (chunk: unknown) => {
+        if (typeof chunk === 'string' || Buffer.isBuffer(chunk)) chunks.push(Buffer.from(chunk));
+      };
+      res.write = ((chunk: unknown, ...rest: unknown[]) => {
+        keep(chunk);
+        return write(chunk, ...rest);
+      }) as ServerResponse['write'];
+      res.end = ((chunk?: unknown, ...rest: unknown[]) => {
+        keep(chunk);
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: unknown = text;
+        if (String(res.getHeader('content-type') ?? '').includes('json')) {
+          try {
+            body = JSON.parse(text);
+          } catch {
+            // Recorded as text.
+          }
+        }
+        recordSecretsOf(body);
+        return end(chunk, ...rest);
+      }) as ServerResponse['end'];
+      return Reflect.apply(target, thisArg, args as [IncomingMessage, ServerResponse]);
+    },
+  });
 }
 
 let organisationCount = 0;
@@ -88,9 +142,11 @@ const ajv = new Ajv2020({ strict: false, allErrors: true });
 
 export function expectDeclaredAnswer(platform: Platform, method: string, path: string, res: Response): void {
   const route = platform.registry.find(method, path);
-  const schema = answerSchema(route, res.status);
+  const code = res.status >= 400 ? (res.body as { error?: unknown } | undefined)?.error : undefined;
+  const schema = answerSchema(route, res.status, code, platform.profile);
   if (schema === null) {
-    throw new Error(`${method.toUpperCase()} ${path} answered ${res.status}, which its route does not declare`);
+    const what = res.status >= 400 ? `${res.status} ${String(code)}` : String(res.status);
+    throw new Error(`${method.toUpperCase()} ${path} answered ${what}, which its route does not declare on this deployment`);
   }
   if (schema === undefined) return;
   const validate = ajv.compile(schema as object);
@@ -117,6 +173,11 @@ export async function call(platform: Platform, method: 'get' | 'post' | 'put' | 
   if (options.raw) test = test.set('Content-Type', options.raw.type).send(options.raw.data);
   else if (options.body !== undefined) test = test.send(options.body as object);
   const res = await test;
+  // For the suite-wide checks: which declared answers some test reached, which secrets exist.
+  const route = platform.registry.find(method, path);
+  const code = res.status >= 400 ? (res.body as { error?: unknown } | undefined)?.error : undefined;
+  if (route) recordAnswer(route.operationId, res.status, typeof code === 'string' ? code : undefined);
+  recordSecretsOf(res.body);
   expectDeclaredAnswer(platform, method, path, res);
   return res;
 }

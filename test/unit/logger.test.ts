@@ -32,6 +32,15 @@ describe('logger redaction', () => {
     expect(written).toContain('laptop');
     expect(written.match(/\[REDACTED\]/g)?.length).toBe(5);
   });
+
+  it('removes link tickets and links, as fields and in addresses', () => {
+    const { lines, logger } = capture();
+    logger.info({ body: { link: 'lt-s3cr3t-ticket', email: 'ada@example.test' }, url: '/auth/v1/start?provider=github&link=lt-s3cr3t-url' });
+    const written = lines.join('');
+    expect(written).not.toMatch(/s3cr3t/);
+    expect(written).toContain('ada@example.test');
+    expect(written).toContain('provider=github');
+  });
 });
 
 describe('logged failures', () => {
@@ -66,5 +75,97 @@ describe('logged database failures (MySQL-shaped)', () => {
     expect(written).not.toContain('s3cr3t');
     expect(written).toContain('ER_DUP_ENTRY');
     expect(written).toContain('INSERT INTO people VALUES (?)');
+  });
+});
+
+describe('one marker, by name at any depth, by shape anywhere (src/log-redaction.ts)', () => {
+  const written = (log: (logger: ReturnType<typeof capture>['logger']) => void) => {
+    const { lines, logger } = capture();
+    log(logger);
+    return lines.join('');
+  };
+
+  it('redacts secret query parameters of a URL, and keeps the harmless ones', () => {
+    const text = written((logger) =>
+      logger.info(
+        {
+          url: '/x?access_token=s3cr3t1&code=s3cr3t2&state=s3cr3t3&key=s3cr3t4&password=s3cr3t5&client_secret=s3cr3t6&assertion=s3cr3t7&ticket=s3cr3t8&user_code=s3cr3t9&link=s3cr3tA&my_credential=s3cr3tB&limit=50&cursor=abc&kind=agent.message&projectId=prj_1',
+        },
+        'request',
+      ),
+    );
+    expect(text).not.toMatch(/s3cr3t/);
+    expect(text).toContain('limit=50&cursor=abc&kind=agent.message&projectId=prj_1');
+    expect(text).toContain('code=[REDACTED]');
+    expect(text).not.toContain('[Redacted]');
+  });
+
+  it('redacts credential headers by name and keeps the others', () => {
+    const text = written((logger) =>
+      logger.info({
+        req: {
+          headers: {
+            authorization: 'Bearer s3cr3t-a',
+            'proxy-authorization': 'Basic s3cr3t-b',
+            cookie: 'sid=s3cr3t-c',
+            'set-cookie': ['sid=s3cr3t-d'],
+            dpop: 's3cr3t-e',
+            'x-api-key': 's3cr3t-f',
+            'x-auth-token': 's3cr3t-g',
+            'x-csrf-token': 's3cr3t-h',
+            accept: 'application/json',
+            'user-agent': 'workbench/4.0',
+            'dpop-nonce': 'n0nce-v4lue',
+          },
+        },
+      }),
+    );
+    expect(text).not.toMatch(/s3cr3t/);
+    expect(text).toContain('application/json');
+    expect(text).toContain('workbench/4.0');
+    expect(text).toContain('n0nce-v4lue');
+  });
+
+  it("redacts the platform's secrets by their shape in messages and in any field, keeping the prefix", () => {
+    const text = written((logger) =>
+      logger.warn(
+        { deep: { a: [{ note: 'refresh platform_rt_AbCdEf0123456789xyz failed' }] }, other: 'platform_zz_Q1w2E3r4T5y6U7i8' },
+        'saw platform_at_AbCdEf0123456789 and platform_cr_AbCdEf0123456789 and platform_dc_AbCdEf0123456789 and platform_jk_0123456789abcdef_AbCdEf0123456789',
+      ),
+    );
+    expect(text).not.toMatch(/AbCdEf0123456789|Q1w2E3r4T5y6U7i8/);
+    for (const prefix of ['at', 'rt', 'cr', 'dc', 'jk', 'zz']) expect(text).toContain(`platform_${prefix}_[REDACTED]`);
+  });
+
+  it('redacts JWTs and the credential after an authentication scheme, wherever they stand', () => {
+    const jwt = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzM2NyM3QifQ.c2lnbmF0dXJlczNjcjN0';
+    const text = written((logger) => logger.info({ note: `proof ${jwt}` }, 'sent Bearer s3cr3tOpaqueToken0123456789 as told'));
+    expect(text).not.toContain(jwt.split('.')[1]);
+    expect(text).not.toContain('s3cr3tOpaqueToken');
+    expect(text).toContain('Bearer [REDACTED]');
+  });
+
+  it('keeps harmless fields that only share a name: error codes, rule keys, states, token counts', () => {
+    const text = written((logger) =>
+      logger.info({
+        err: { code: 'invalid_grant' },
+        driver: { code: 'ER_DUP_ENTRY' },
+        zlib: { code: 'Z_DATA_ERROR' },
+        rule: { key: 'device-code-address' },
+        joinKey: { state: 'active' },
+        usage: { inputTokens: 120, outputTokens: 30 },
+      }),
+    );
+    for (const kept of ['invalid_grant', 'ER_DUP_ENTRY', 'Z_DATA_ERROR', 'device-code-address', '"state":"active"', '"inputTokens":120']) expect(text).toContain(kept);
+  });
+
+  it('redacts the same names when their value reads as a secret, at any depth', () => {
+    const text = written((logger) =>
+      logger.info({
+        a: { b: { c: { d: { code: '493817', key: 'Xy7kP2qLs9Vb', state: 'q8Z2-rT5w_Lk0', password: 'hunter2', otp: 123456 } } } },
+      }),
+    );
+    expect(text).not.toMatch(/493817|Xy7kP2qLs9Vb|q8Z2-rT5w_Lk0|hunter2|123456/);
+    expect(text.match(/\[REDACTED\]/g)).toHaveLength(5);
   });
 });

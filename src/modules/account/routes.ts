@@ -1,6 +1,6 @@
 import type { Principal } from '../../auth/principal.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
-import { errorBodySchema, named, timestampSchema } from '../../http/schema.js';
+import { named, timestampSchema } from '../../http/schema.js';
 import { organisationSummarySchema } from '../organisation/schemas.js';
 import type { SignInService } from '../signin/service.js';
 import type { AccountService } from './service.js';
@@ -100,9 +100,9 @@ export function accountRoutes(accounts: AccountService, signIn: SignInService): 
       },
       responses: {
         204: { description: 'Deleted.' },
-        400: { description: '`confirm` does not match (`confirm`), or the body is malformed (`invalid_request`).', schema: errorBodySchema },
+        400: { description: '`confirm` does not match, or the body is malformed.' },
         409: {
-          description: 'The only owner of teams with other people (`sole_owner`).',
+          description: 'The only owner of teams with other people.',
           schema: {
             type: 'object',
             description: 'Error body with the teams (spec 2.1).',
@@ -116,6 +116,7 @@ export function accountRoutes(accounts: AccountService, signIn: SignInService): 
           },
         },
       },
+      errors: { 400: ['confirm'], 409: ['sole_owner'] },
       handler: async ({ body, principal }) => {
         await accounts.delete(me(principal), body.confirm, principal!.organisationId);
         return { status: 204 };
@@ -165,9 +166,10 @@ export function accountRoutes(accounts: AccountService, signIn: SignInService): 
       },
       responses: {
         204: { description: 'Removed.' },
-        404: { description: 'No sign-in method of the caller has this id (`not_found`).', schema: errorBodySchema },
-        409: { description: 'The only way to sign in (`last_sign_in_method`).', schema: errorBodySchema },
+        404: { description: 'No sign-in method of the caller has this id.' },
+        409: { description: 'The only way to sign in.' },
       },
+      errors: { 404: ['not_found'], 409: ['last_sign_in_method'] },
       handler: async ({ params, principal }) => {
         await accounts.removeMethod(me(principal), params.methodId, principal!.sessionId, principal!.organisationId);
         return { status: 204 };

@@ -1,4 +1,5 @@
 import { authorize, defineAbilityFor, type Action } from '../../../policies/index.js';
+import { actorOf, audit } from '../../audit.js';
 import type { Principal } from '../../auth/principal.js';
 import { invalidRequest, notFound } from '../../http/errors.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
@@ -20,13 +21,6 @@ import type { DeviceTokenService } from './tokens.js';
  * Extensions for owners and admins: join keys (create, list, revoke) and the organisation's
  * devices (list, revoke). A member is refused with 403; anything of another organisation is 404.
  */
-
-const organisationHeader = {
-  'X-Platform-Organisation': {
-    description: "Cloud only, with a person's access token: the organisation id the request is for.",
-    schema: { type: 'string' },
-  },
-} as const;
 
 // Lists ----------------------------------------------------------------------------------------
 
@@ -60,8 +54,8 @@ function decodeCursor(cursor: string | undefined): PageAfter | undefined {
 }
 
 const nextCursorSchema = {
-  type: 'string',
-  description: 'Pass as `cursor` for the next page; absent on the last page.',
+  type: ['string', 'null'],
+  description: 'Pass as `cursor` for the next page; null on the last page.',
 } as const;
 
 // Authorization --------------------------------------------------------------------------------
@@ -224,7 +218,6 @@ const ADMIN_ROUTE = {
   tenant: true,
   auth: ['person', 'cloud-session'],
   forbids: true,
-  headers: organisationHeader,
 } as const;
 
 export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRouteOptions): RouteDefinition[] {
@@ -242,7 +235,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
         'and the key stops working if the creator is no longer an owner or admin. The answer is the only place the key appears.',
       schemas: { body: createJoinKeySchema },
       responses: { 201: { description: 'The key, shown this once.', schema: createdJoinKeySchema, headers: { 'Cache-Control': { description: '`no-store`: the answer holds a secret.', schema: { type: 'string' } } } } },
-      handler: async ({ body, principal, tenant }) => {
+      handler: async ({ body, principal, tenant, req }) => {
         allow(principal, 'create', 'JoinKey', organisationOf(tenant));
         const { key, view } = await joinKeys.create({
           organisationId: tenant!.id,
@@ -250,6 +243,12 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
           description: body.description.trim(),
           expiresInSeconds: body.expiresInSeconds ?? JOIN_KEY_DEFAULT_TTL_SECONDS,
           reusable: body.reusable ?? false,
+        });
+        audit(req.log, {
+          action: 'join_key.created',
+          organisationId: tenant!.id,
+          actor: actorOf(principal),
+          target: { joinKeyId: view.record.id, reusable: view.record.reusable, expiresAt: timestamp(view.record.expiresAt) },
         });
         return { status: 201, headers: { 'Cache-Control': 'no-store' }, body: { key, joinKey: joinKeyBody(view) } };
       },
@@ -269,7 +268,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
           schema: {
             type: 'object',
             description: 'A page of join keys.',
-            required: ['joinKeys'],
+            required: ['joinKeys', 'nextCursor'],
             properties: { joinKeys: { type: 'array', items: joinKeySchema, description: 'Join keys, newest first.' }, nextCursor: nextCursorSchema },
             additionalProperties: false,
           },
@@ -280,7 +279,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
         const page = await joinKeys.list(tenant!.id, query.limit ?? DEFAULT_PAGE_SIZE, decodeCursor(query.cursor));
         return {
           status: 200,
-          body: { joinKeys: page.items.map(joinKeyBody), ...(page.more ? { nextCursor: encodeCursor(page.more) } : {}) },
+          body: { joinKeys: page.items.map(joinKeyBody), nextCursor: page.more ? encodeCursor(page.more) : null },
         };
       },
     }),
@@ -294,12 +293,14 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
       description: 'The key stops working at once; revoking twice is harmless. Nodes it already enrolled keep working: revoke those at `DELETE /platform/v1/devices/{deviceId}`.',
       schemas: { params: joinKeyParamsSchema },
       responses: { 204: { description: 'Revoked.' } },
-      handler: async ({ params, principal, tenant }) => {
+      errors: { 404: ['not_found'] },
+      handler: async ({ params, principal, tenant, req }) => {
         // The role first, so that a member learns nothing of which keys exist.
         allow(principal, 'delete', 'JoinKey', organisationOf(tenant));
         const record = await joinKeys.find(tenant!.id, params.joinKeyId);
         allow(principal, 'delete', 'JoinKey', record);
         await joinKeys.revoke(record);
+        audit(req.log, { action: 'join_key.revoked', organisationId: tenant!.id, actor: actorOf(principal), target: { joinKeyId: record.id } });
         return { status: 204 };
       },
     }),
@@ -318,7 +319,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
           schema: {
             type: 'object',
             description: 'A page of devices.',
-            required: ['devices'],
+            required: ['devices', 'nextCursor'],
             properties: { devices: { type: 'array', items: adminDeviceSchema, description: 'Devices, newest first.' }, nextCursor: nextCursorSchema },
             additionalProperties: false,
           },
@@ -331,7 +332,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
         const people = await devices.people(page.items.map((device) => device.personId));
         return {
           status: 200,
-          body: { devices: page.items.map((device) => deviceBody(device, people)), ...(page.more ? { nextCursor: encodeCursor(page.more) } : {}) },
+          body: { devices: page.items.map((device) => deviceBody(device, people)), nextCursor: page.more ? encodeCursor(page.more) : null },
         };
       },
     }),
@@ -345,12 +346,14 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
       description: 'Every token of the device stops working at once; the device must enrol again. Revoking twice is harmless.',
       schemas: { params: deviceParamsSchema },
       responses: { 204: { description: 'Revoked.' } },
-      handler: async ({ params, principal, tenant }) => {
+      errors: { 404: ['not_found'] },
+      handler: async ({ params, principal, tenant, req }) => {
         allow(principal, 'delete', 'Device', organisationOf(tenant));
         const device = await devices.findDevice(params.deviceId);
         if (!device || device.organisationId !== tenant!.id) throw notFound('no device has this id');
         allow(principal, 'delete', 'Device', device);
         if (!device.revokedAt) await tokens.revokeDevice(device.id);
+        audit(req.log, { action: 'device.revoked', organisationId: tenant!.id, actor: actorOf(principal), target: { deviceId: device.id, kind: device.kind } });
         return { status: 204 };
       },
     }),

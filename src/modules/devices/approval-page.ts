@@ -1,11 +1,11 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
-import type { Deployment } from '../../config.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError, clientErrorOf } from '../../http/errors.js';
+import { requestOrigin } from '../../http/origin.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { safeEqual } from '../../util/secrets.js';
 import type { OrganisationRecord } from '../organisation/entities.js';
 import type { OrganisationService } from '../organisation/service.js';
-import { USER_CODE_ADDRESS_RATE_LIMIT, USER_CODE_PERSON_RATE_LIMIT } from './approval-routes.js';
+import { auditDecision, USER_CODE_ADDRESS_RATE_LIMIT, USER_CODE_PERSON_RATE_LIMIT } from './approval-routes.js';
 import { formatUserCode, normaliseUserCode, type Approver, type DeviceCodeService } from './device-code.js';
 import { cloudSignInPage, contentSecurityPolicy, decidedPage, devicePage, emailCodePage, entryPage, messagePage, signInPage } from './page-html.js';
 import { csrfTokenOf, type SignedInSession, type WebSessions } from './page-session.js';
@@ -34,14 +34,12 @@ import { mayApproveKind } from './device-code.js';
 export const PAGE_SIGN_IN_LIMIT: RateLimitRule = { name: 'device-page-sign-in-address', by: 'address', limit: 30, windowMs: 60_000 };
 
 export interface ApprovalPageOptions {
-  deployment: Deployment;
-  baseUrl: string | undefined;
   deviceCodes: DeviceCodeService;
   organisations: OrganisationService;
   sessions: WebSessions;
   /** Self-hosted: the organisation's provider. */
   signIn: ApproverSignIn | undefined;
-  /** Cloud: the Cloud sign-in flow (any enabled provider, or an emailed code). */
+  /** Cloud (and only Cloud): the Cloud sign-in flow (any enabled provider, or an emailed code). */
   cloud?: CloudPageOptions | undefined;
   tenancy: RequestHandler;
   rateLimit: (rule: RateLimitRule) => RequestHandler;
@@ -93,14 +91,14 @@ function runMiddleware(handler: RequestHandler, req: Request, res: Response): Pr
 
 export function approvalPage(options: ApprovalPageOptions): Router {
   const { deviceCodes, organisations, sessions, signIn } = options;
-  const cloud = options.deployment === 'cloud' ? options.cloud : undefined;
+  const { cloud } = options;
   const router = express.Router();
   const form = express.urlencoded({ extended: false, limit: FORM_BODY_LIMIT, parameterLimit: 10 });
 
-  const secureRequest = (req: Request): boolean =>
-    options.deployment === 'cloud' && options.baseUrl ? options.baseUrl.startsWith('https:') : req.secure;
-  const originOf = (req: Request): string =>
-    options.deployment === 'cloud' && options.baseUrl ? options.baseUrl : `${req.protocol}://${req.host}`;
+  // The trusted origin (src/http/origin.ts): the redirect URI, the same-origin checks and the
+  // cookie's `__Host-`/Secure all follow it.
+  const secureRequest = (req: Request): boolean => requestOrigin(req).scheme === 'https';
+  const originOf = (req: Request): string => requestOrigin(req).origin;
   const cookieName = (req: Request): string => (secureRequest(req) ? SECURE_COOKIE : COOKIE);
 
   function setCookie(req: Request, res: Response, value: string, maxAgeSeconds: number): void {
@@ -338,6 +336,8 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     } finally {
       if (current.session.userCode) await sessions.forgetUserCode(current.secret, current.session);
     }
+    // limitLookUps named the signed-in person as the request's principal.
+    auditDecision(req.log, req.context.principal, device, decision === 'approve' ? 'approved' : 'denied');
     send(res, 200, decidedPage(device, decision, current.signedIn));
   }
 
@@ -530,6 +530,20 @@ export function approvalPage(options: ApprovalPageOptions): Router {
   if (cloud) router.post('/device/email-code', options.rateLimit(cloud.codeRateLimit), form, page(verifyCloudCode));
   router.post('/device/decision', options.tenancy, form, page(decide));
   router.post('/device/sign-out', options.tenancy, form, page(signOut));
+  // Any other method on a page's address: 405 with what it takes (RFC 9110 15.5.6).
+  const PAGE_METHODS: Record<string, string> = {
+    '/device': 'GET, HEAD',
+    '/device/sign-in': 'POST',
+    '/device/callback': 'GET, HEAD',
+    '/device/decision': 'POST',
+    '/device/sign-out': 'POST',
+  };
+  for (const [path, allow] of Object.entries(PAGE_METHODS)) {
+    router.all(path, (_req: Request, res: Response) => {
+      res.set('Allow', allow);
+      send(res, 405, messagePage({ title: 'Request refused', message: 'This address does not take this kind of request.', next: 'start-again' }));
+    });
+  }
   router.use('/device', pageErrors(send));
   return router;
 }
@@ -549,23 +563,18 @@ function pageErrors(send: Send) {
       const title = error.status === 502 ? 'Sign-in is not available' : 'Sign-in failed';
       return send(res, error.status, messagePage({ title, message: `${capitalise(error.message)}.`, next: 'start-again' }));
     }
-    if (error instanceof ApiError) {
-      if (error.code === 'unknown_tenant') {
+    // The API's refusals, and any error carrying a 4xx status (a form that cannot be read).
+    const refused = clientErrorOf(error);
+    if (refused) {
+      if (refused.code === 'unknown_tenant') {
         return send(res, 404, messagePage({ title: 'Nothing here', message: 'No organisation is served at this address.' }));
       }
-      res.set(error.headers);
-      if (error.status === 429) {
-        return send(res, 429, messagePage({ title: 'Too many attempts', message: `Too many codes were tried. ${capitalise(error.message.replace(/^too many requests; /, ''))}.` }));
+      res.set(refused.headers);
+      if (refused.status === 429) {
+        return send(res, 429, messagePage({ title: 'Too many attempts', message: `Too many codes were tried. ${capitalise(refused.message.replace(/^too many requests; /, ''))}.` }));
       }
-      if (error.status === 413) return send(res, 413, messagePage({ title: 'Request refused', message: 'The form was too large.', next: 'start-again' }));
-      if (error.status < 500) return send(res, error.status, messagePage({ title: 'Request refused', message: `${capitalise(error.message)}.`, next: 'start-again' }));
-    }
-    const parserError = error as { type?: string; status?: number };
-    if (parserError?.type === 'entity.too.large' || parserError?.type === 'parameters.too.many') {
-      return send(res, 413, messagePage({ title: 'Request refused', message: 'The form was too large.', next: 'start-again' }));
-    }
-    if (typeof parserError?.status === 'number' && parserError.status >= 400 && parserError.status < 500) {
-      return send(res, 400, messagePage({ title: 'Request refused', message: 'The form could not be read.', next: 'start-again' }));
+      if (refused.status === 413) return send(res, 413, messagePage({ title: 'Request refused', message: 'The form was too large.', next: 'start-again' }));
+      return send(res, refused.status, messagePage({ title: 'Request refused', message: `${capitalise(refused.message)}.`, next: 'start-again' }));
     }
     req.log?.error({ err: error, requestId: req.context?.requestId }, 'approval page failed');
     send(res, 500, messagePage({ title: 'Something went wrong', message: 'Something went wrong on our side. Please try again.', requestId: req.context?.requestId }));

@@ -1,7 +1,8 @@
+import type { Logger } from 'pino';
+import { actorOf, audit } from '../../audit.js';
 import type { Principal } from '../../auth/principal.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
-import { errorBodySchema } from '../../http/schema.js';
 import { timestamp } from '../../util/clock.js';
 import type { Approver, DeviceCodeService, PendingDevice } from './device-code.js';
 import { deviceApprovalSchema, userCodeRequestSchema } from './schemas.js';
@@ -31,6 +32,16 @@ function approverOf(principal: Principal | undefined): Approver {
   return { personId: actor.personId!, organisationId: actor.organisationId, role: actor.role };
 }
 
+/** A decision on a device's enrolment is an administrative change: one audit line, never the code. */
+export function auditDecision(logger: Logger, principal: Principal | undefined, device: PendingDevice, decision: 'approved' | 'denied'): void {
+  audit(logger, {
+    action: decision === 'approved' ? 'device.approved' : 'device.denied',
+    organisationId: principal!.organisationId,
+    actor: actorOf(principal),
+    target: { kind: device.kind, name: device.name },
+  });
+}
+
 function answer(device: PendingDevice, status: 'pending' | 'approved' | 'denied') {
   return {
     status: 200,
@@ -56,16 +67,32 @@ const common = {
   tenant: true,
   auth: ['person', 'cloud-session'],
   rateLimits: RATE_LIMITS,
-  headers: {
-    'X-Platform-Organisation': {
-      description: "Cloud only, with a person's access token: the organisation the device joins.",
-      schema: { type: 'string' },
-    },
-  },
   schemas: { body: userCodeRequestSchema },
+  errors: { 403: ['forbidden'], 404: ['not_found'] },
 } as const;
 
 export function approvalRoutes(deviceCodes: DeviceCodeService): RouteDefinition[] {
+  /** Approving and denying differ only in the decision and its words. */
+  const decisionRoute = (decision: 'approve' | 'deny', operationId: string, summary: string, description: string) => {
+    const outcome = decision === 'approve' ? 'approved' : 'denied';
+    return defineRoute({
+      ...common,
+      path: `/platform/v1/device-approvals/${decision}`,
+      operationId,
+      summary,
+      description,
+      responses: {
+        200: { description: decision === 'approve' ? 'Approved.' : 'Denied.', schema: deviceApprovalSchema },
+        403: { description: FORBIDDEN },
+        404: { description: NOT_FOUND },
+      },
+      handler: async ({ body, principal, req }) => {
+        const device = await deviceCodes.decide(body.userCode, approverOf(principal), decision);
+        auditDecision(req.log, principal, device, outcome);
+        return answer(device, outcome);
+      },
+    });
+  };
   return [
     defineRoute({
       ...common,
@@ -77,38 +104,18 @@ export function approvalRoutes(deviceCodes: DeviceCodeService): RouteDefinition[
         'only they may approve or deny it. A node can be looked up only by owners and admins.',
       responses: {
         200: { description: 'The pending request, now claimed by the caller.', schema: deviceApprovalSchema },
-        403: { description: FORBIDDEN, schema: errorBodySchema },
-        404: { description: NOT_FOUND, schema: errorBodySchema },
+        403: { description: FORBIDDEN },
+        404: { description: NOT_FOUND },
       },
       handler: async ({ body, principal }) => answer(await deviceCodes.lookUp(body.userCode, approverOf(principal)), 'pending'),
     }),
-    defineRoute({
-      ...common,
-      path: '/platform/v1/device-approvals/approve',
-      operationId: 'approveDevice',
-      summary: 'Approve a device asking to enrol',
-      description:
-        'The device receives its tokens at its next poll, enrolled in the caller\'s organisation with the caller as its approver. ' +
+    decisionRoute(
+      'approve',
+      'approveDevice',
+      'Approve a device asking to enrol',
+      "The device receives its tokens at its next poll, enrolled in the caller's organisation with the caller as its approver. " +
         'The caller must still be allowed to approve it when the device polls. A node needs an owner or admin.',
-      responses: {
-        200: { description: 'Approved.', schema: deviceApprovalSchema },
-        403: { description: FORBIDDEN, schema: errorBodySchema },
-        404: { description: NOT_FOUND, schema: errorBodySchema },
-      },
-      handler: async ({ body, principal }) => answer(await deviceCodes.decide(body.userCode, approverOf(principal), 'approve'), 'approved'),
-    }),
-    defineRoute({
-      ...common,
-      path: '/platform/v1/device-approvals/deny',
-      operationId: 'denyDevice',
-      summary: 'Deny a device asking to enrol',
-      description: 'The device is told `access_denied` at its next poll.',
-      responses: {
-        200: { description: 'Denied.', schema: deviceApprovalSchema },
-        403: { description: FORBIDDEN, schema: errorBodySchema },
-        404: { description: NOT_FOUND, schema: errorBodySchema },
-      },
-      handler: async ({ body, principal }) => answer(await deviceCodes.decide(body.userCode, approverOf(principal), 'deny'), 'denied'),
-    }),
+    ),
+    decisionRoute('deny', 'denyDevice', 'Deny a device asking to enrol', 'The device is told `access_denied` at its next poll.'),
   ];
 }

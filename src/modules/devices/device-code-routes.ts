@@ -1,9 +1,8 @@
-import type { Request } from 'express';
 import type { Config } from '../../config.js';
 import type { DpopVerifier } from '../../auth/dpop.js';
-import { NO_STORE, noStoreHeader, verifyTokenEndpointProof } from './token-endpoint.js';
+import { NO_STORE, noStoreHeader, oauthErrorAnswer, verifyTokenEndpointProof } from './token-endpoint.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
-import { jsonTooComplexFields } from '../../http/json-bounds.js';
+import { absoluteUrl } from '../../http/origin.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import type { DeviceCodeService } from './device-code.js';
 import { oauthError } from './device-code.js';
@@ -32,14 +31,10 @@ const FORM_OR_JSON = ['application/json', 'application/x-www-form-urlencoded'] a
 export interface DeviceCodeRouteOptions {
   deviceCodes: DeviceCodeService;
   dpop: DpopVerifier;
-  config: Pick<Config, 'deployment' | 'baseUrl'>;
+  config: Pick<Config, 'deployment'>;
 }
 
 export function deviceCodeRoutes({ deviceCodes, dpop, config }: DeviceCodeRouteOptions): RouteDefinition[] {
-  /** Cloud has one public address; a self-hosted organisation is reached at its own host name. */
-  const verificationUri = (req: Request): string =>
-    config.deployment === 'cloud' ? `${config.baseUrl as string}/device` : `${req.protocol}://${req.host}/device`;
-
   return [
     defineRoute({
       method: 'post',
@@ -70,7 +65,8 @@ export function deviceCodeRoutes({ deviceCodes, dpop, config }: DeviceCodeRouteO
           requesterAddress: req.ip,
           requesterUserAgent: req.get('user-agent'),
         });
-        const uri = verificationUri(req);
+        // Cloud: the one public address; self-hosted: the organisation's own host name.
+        const uri = absoluteUrl(req, '/device');
         return {
           status: 200,
           headers: NO_STORE,
@@ -115,40 +111,20 @@ export function deviceCodeRoutes({ deviceCodes, dpop, config }: DeviceCodeRouteO
       schemas: { body: deviceTokenRequestSchema },
       responses: {
         200: { description: 'The device is enrolled: its tokens (`token_type` `DPoP` when bound to a key).', schema: tokenAnswerSchema, headers: noStoreHeader },
-        400: {
-          description:
-            'OAuth error with `error_description`: `authorization_pending`, `slow_down`, `expired_token`, `access_denied`, `invalid_grant`, ' +
-            '`invalid_dpop_proof`, `use_dpop_nonce` (with a `DPoP-Nonce` header), `unsupported_grant_type` or `invalid_request`; `json_too_complex` for a JSON body over the depth, key or string limits.',
-          schema: {
-            type: 'object',
-            description: 'OAuth error body (RFC 6749 5.2) in the spec\'s error shape (2.1).',
-            required: ['error'],
-            properties: {
-              error: {
-                type: 'string',
-                enum: [
-                  'authorization_pending',
-                  'slow_down',
-                  'expired_token',
-                  'access_denied',
-                  'invalid_grant',
-                  'invalid_dpop_proof',
-                  'use_dpop_nonce',
-                  'unsupported_grant_type',
-                  'invalid_request',
-                  'json_too_complex',
-                ],
-                description: 'Error code.',
-              },
-              error_description: { type: 'string', description: 'Plain-words explanation.' },
-              message: { type: 'string', description: 'The same explanation, as every error body carries it.' },
-              field: { type: 'string', description: 'The request field at fault, on `invalid_request` and `json_too_complex`.' },
-              ...jsonTooComplexFields,
-            },
-            additionalProperties: false,
-          },
-          headers: { 'DPoP-Nonce': { description: 'With `use_dpop_nonce`: the nonce the next proof must carry.', schema: { type: 'string' } } },
-        },
+        400: oauthErrorAnswer('not approved yet, polled too fast, an expired, denied, unknown or already exchanged code, a missing or wrong proof, another grant type, a malformed body.'),
+      },
+      errors: {
+        400: [
+          'authorization_pending',
+          'slow_down',
+          'expired_token',
+          'access_denied',
+          'invalid_grant',
+          'invalid_dpop_proof',
+          'use_dpop_nonce',
+          'unsupported_grant_type',
+          'invalid_request',
+        ],
       },
       handler: async ({ body, tenant, req }) => {
         if (body.grant_type !== undefined && body.grant_type !== DEVICE_CODE_GRANT_TYPE) {

@@ -88,11 +88,9 @@ export function joinRoutes(options: { joinKeys: JoinKeyService; dpop: DpopVerifi
       schemas: { body: joinRequestSchema },
       responses: {
         200: { description: 'The node is enrolled: its tokens.', schema: tokenAnswerSchema, headers: noStoreHeader },
-        400: oauthErrorAnswer(
-          ['invalid_grant', 'invalid_dpop_proof', 'use_dpop_nonce', 'invalid_request'],
-          'OAuth error: `invalid_grant`, `invalid_dpop_proof`, `use_dpop_nonce` (with a `DPoP-Nonce` header) or `invalid_request`.',
-        ),
+        400: oauthErrorAnswer('a key that cannot enrol (unknown, used, expired, revoked, another organisation\'s, or its creator may no longer enrol nodes), a missing or wrong proof, a malformed body or manifest.'),
       },
+      errors: { 400: ['invalid_grant', 'invalid_dpop_proof', 'use_dpop_nonce', 'invalid_request'] },
       handler: async ({ body, req, tenant }) => {
         if (Buffer.byteLength(JSON.stringify(body.manifest), 'utf8') > MANIFEST_MAX_BYTES) {
           throw invalidRequest(`body.manifest must be at most ${MANIFEST_MAX_BYTES} bytes`, { field: 'body.manifest' });

@@ -1,8 +1,6 @@
 import type { Request } from 'express';
 import { DpopError, requestHtu, type DpopVerifier } from '../../auth/dpop.js';
 import { ApiError } from '../../http/errors.js';
-import { jsonTooComplexFields } from '../../http/json-bounds.js';
-import type { Schema } from '../../http/schema.js';
 
 /**
  * What the three token endpoints (device-code poll, join, refresh) share: OAuth error answers,
@@ -33,24 +31,11 @@ export async function verifyTokenEndpointProof(dpop: DpopVerifier, req: Request,
   }
 }
 
-/** The 400 answer of a token endpoint: an OAuth error (RFC 6749 5.2) in the spec's error body. */
-export function oauthErrorAnswer(codes: readonly string[], description: string) {
+/** The 400 answer of a token endpoint: an OAuth error (RFC 6749 5.2, with `error_description`)
+ * in the spec's error body; its codes are the route's `errors[400]`. */
+export function oauthErrorAnswer(description: string) {
   return {
-    description,
-    schema: {
-      type: 'object',
-      description: "OAuth error body (RFC 6749 5.2) in the spec's error shape (2.1).",
-      required: ['error'],
-      properties: {
-        // Every body these endpoints take is JSON (or a form): any may pass the JSON limits.
-        error: { type: 'string', enum: [...codes, 'json_too_complex'], description: 'Error code.' },
-        error_description: { type: 'string', description: 'Plain-words explanation (absent on `invalid_request` from schema validation).' },
-        message: { type: 'string', description: 'The same explanation, as every error body carries it.' },
-        field: { type: 'string', description: 'The request field at fault, on `invalid_request` and `json_too_complex`.' },
-        ...jsonTooComplexFields,
-      },
-      additionalProperties: false,
-    } as Schema,
+    description: `OAuth error (RFC 6749 5.2) with \`error_description\`: ${description}`,
     headers: { 'DPoP-Nonce': { description: 'With `use_dpop_nonce`: the nonce the next proof must carry.', schema: { type: 'string' } } },
   } as const;
 }

@@ -63,11 +63,9 @@ export function tokenRoutes(options: { tokens: DeviceTokenService; dpop: DpopVer
       schemas: { body: refreshRequestSchema },
       responses: {
         200: { description: 'A new pair (`token_type` `DPoP` when bound to a key).', schema: tokenAnswerSchema, headers: noStoreHeader },
-        400: oauthErrorAnswer(
-          ['invalid_grant', 'invalid_dpop_proof', 'use_dpop_nonce', 'unsupported_grant_type', 'invalid_request'],
-          'OAuth error: `invalid_grant`, `invalid_dpop_proof`, `use_dpop_nonce` (with a `DPoP-Nonce` header), `unsupported_grant_type` or `invalid_request`.',
-        ),
+        400: oauthErrorAnswer('a wrong, used, expired or revoked refresh token, a missing or wrong proof, a grant type other than `refresh_token`, a malformed body.'),
       },
+      errors: { 400: ['invalid_grant', 'invalid_dpop_proof', 'use_dpop_nonce', 'unsupported_grant_type', 'invalid_request'] },
       handler: async ({ body, req, tenant }) => {
         if (body.grant_type !== undefined && body.grant_type !== REFRESH_GRANT_TYPE) {
           throw new ApiError(400, 'unsupported_grant_type', `this endpoint only serves the grant type ${REFRESH_GRANT_TYPE}`, { oauth: true });

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FromSchema } from 'json-schema-to-ts';
 import type { Config } from '../../config.js';
+import { requestOrigin } from '../../http/origin.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { discoveryDocumentSchema } from './schemas.js';
 
@@ -48,7 +49,7 @@ export function discoveryRoutes(config: Config): RouteDefinition[] {
       handler: ({ tenant, req }) => {
         let document: DiscoveryDocument;
         if (config.deployment === 'cloud') {
-          document = { edition: 'cloud', apiBaseUrl: config.baseUrl as string, dpopSigningAlgs: [...DPOP_SIGNING_ALGS] };
+          document = { edition: 'cloud', apiBaseUrl: requestOrigin(req).origin, dpopSigningAlgs: [...DPOP_SIGNING_ALGS] };
         } else {
           const organisation = tenant!;
           const auth: NonNullable<DiscoveryDocument['auth']> = {};
@@ -57,7 +58,7 @@ export function discoveryRoutes(config: Config): RouteDefinition[] {
           if (organisation.oidcApiScope) auth.apiScope = organisation.oidcApiScope;
           document = {
             edition: 'enterprise',
-            apiBaseUrl: `${req.protocol}://${req.host}`,
+            apiBaseUrl: requestOrigin(req).origin,
             organisation: { id: organisation.id, name: organisation.name },
             auth,
             dpopSigningAlgs: [...DPOP_SIGNING_ALGS],

@@ -143,6 +143,7 @@ export function healthRoutes(probes: readonly ReadinessProbe[], timeoutMs = 2_00
         200: { description: 'Ready to serve.', schema: readinessSchema },
         503: { description: 'A dependency or a component is not usable (`not_ready`); the message and `checks` name which.', schema: notReadySchema },
       },
+      errors: { 503: ['not_ready'] },
       handler: async () => {
         const results = await Promise.allSettled(probes.map((probe) => within(probe.check(), timeoutMs)));
         const checks: Record<string, string> = {};

@@ -21,7 +21,9 @@ function precheckEnvelope(body: unknown, limits: IngestLimits): void {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalidRequest('the body must be an ingest envelope object', { field: 'body' });
   const envelope = body as Record<string, unknown>;
   if (envelope.schemaVersion !== undefined && envelope.schemaVersion !== 1) {
-    throw new ApiError(400, 'unsupported_schema_version', `schemaVersion ${JSON.stringify(envelope.schemaVersion)} is not supported; this service accepts schemaVersion 1`, {
+    // Named only when it is a plain number: the value may be anything, nested to any depth.
+    const shown = typeof envelope.schemaVersion === 'number' ? ` ${envelope.schemaVersion}` : '';
+    throw new ApiError(400, 'unsupported_schema_version', `schemaVersion${shown} is not supported; this service accepts schemaVersion 1`, {
       extra: { field: 'body.schemaVersion', supported: [1] },
     });
   }
@@ -190,6 +192,7 @@ export function ingestRoutes(service: IngestService, reader: IngestReader, limit
       precheck: (body) => precheckEnvelope(body, limits),
       schemas: { body: ingestEnvelopeSchema },
       responses: { 200: { description: 'What was newly stored and the cursors to resume from.', schema: ingestAnswerSchema } },
+      errors: { 400: ['unsupported_schema_version'], 404: ['not_found'] },
       handler: async ({ body, principal }) => {
         const device = principal!;
         const answer = await service.ingest({ organisationId: device.organisationId, deviceId: device.deviceId as string }, body as IngestEnvelope);

@@ -14,12 +14,6 @@ export function organisationRoutes(): RouteDefinition[] {
       tenant: true,
       auth: ['device', 'person', 'cloud-session'],
       deviceScope: 'organisation:read',
-      headers: {
-        'X-Platform-Organisation': {
-          description: "Cloud only, with a person's access token: the organisation id the request is for.",
-          schema: { type: 'string' },
-        },
-      },
       schemas: {},
       responses: { 200: { description: 'The organisation.', schema: platformOrganisationSchema } },
       handler: ({ principal, tenant }) => {

@@ -7,7 +7,6 @@ import type { PictureRecord } from './entities.js';
 import { precheckPictureWrite } from './limits.js';
 import { notModified, readPreconditions } from './preconditions.js';
 import {
-  errorAnswer,
   listQuerySchema,
   PICTURE_LIMITS,
   pictureListSchema,
@@ -102,13 +101,17 @@ const writeHeaders = {
 
 const common = { tag: 'Pictures', tenant: true, auth: ['device'] as const };
 
-const notFoundAnswer = errorAnswer('`not_found`: no such project in your organisation, you are not a member of it, or no such picture.', ['not_found', 'unknown_tenant']);
-const forbiddenAnswer = errorAnswer('`forbidden`: your role in the project is viewer; `insufficient_scope`: the device token lacks the scope.', ['forbidden', 'insufficient_scope']);
-const readForbidden = errorAnswer('`insufficient_scope`: the device token lacks `pictures:read`.', ['insufficient_scope']);
+const notFoundAnswer = { description: 'No such project in your organisation, you are not a member of it, or no such picture.' };
+const forbiddenAnswer = { description: '`forbidden`: your role in the project is viewer; `insufficient_scope`: the device token lacks the scope.' };
+const readForbidden = { description: '`insufficient_scope`: the device token lacks `pictures:read`.' };
 const preconditionAnswers = {
-  412: errorAnswer('`precondition_failed`: the picture is not at the version `If-Match` names (or exists despite `If-None-Match: *` / `If-Match: "0"`); the current version is in `ETag`.', ['precondition_failed']),
-  428: errorAnswer('`precondition_required`: a save or delete must send `If-Match` or `If-None-Match`.', ['precondition_required']),
+  412: {
+    description: 'The picture is not at the version `If-Match` names (or exists despite `If-None-Match: *` / `If-Match: "0"`); the current version is in `ETag`.',
+    headers: { ETag: { description: 'The current version, quoted.', schema: { type: 'string' } } },
+  },
+  428: { description: 'A save or delete must send `If-Match` or `If-None-Match`.' },
 } as const;
+const preconditionErrors = { 412: ['precondition_failed'], 428: ['precondition_required'] } as const;
 
 export function pictureRoutes(pictures: PictureService, projects: ProjectRoles): RouteDefinition[] {
   return [
@@ -125,10 +128,11 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
       schemas: { params: projectParamsSchema, query: listQuerySchema },
       responses: {
         200: { description: 'A page of pictures.', schema: pictureListSchema, headers: { 'Cache-Control': { description: '`private, no-cache`.', schema: { type: 'string' } } } },
-        400: errorAnswer('`invalid_request`: a query parameter or the cursor is malformed.', ['invalid_request']),
+        400: { description: 'A query parameter or the cursor is malformed.' },
         403: readForbidden,
         404: notFoundAnswer,
       },
+      errors: { 404: ['not_found'] },
       handler: async ({ params, query, principal }) => {
         await requireAccess(projects, principal, params.id, 'read');
         const includeSpec = query.include === 'spec';
@@ -157,10 +161,11 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
       responses: {
         200: { description: 'The current version.', schema: pictureSchema, headers: svgHeaders },
         304: { description: 'Not modified: `If-None-Match` names the current version.' },
-        400: errorAnswer('`invalid_request`: the slug is malformed.', ['invalid_request']),
+        400: { description: 'The slug is malformed.' },
         403: readForbidden,
         404: notFoundAnswer,
       },
+      errors: { 404: ['not_found'] },
       handler: async ({ params, principal, req }) => {
         await requireAccess(projects, principal, params.id, 'read');
         return pictureReply(await pictures.get(params.id, params.slug), 200, req.headers['if-none-match']);
@@ -179,10 +184,11 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
       responses: {
         200: { description: 'The previous version.', schema: pictureSchema, headers: svgHeaders },
         304: { description: 'Not modified: `If-None-Match` names this version.' },
-        400: errorAnswer('`invalid_request`: the slug is malformed.', ['invalid_request']),
+        400: { description: 'The slug is malformed.' },
         403: readForbidden,
         404: notFoundAnswer,
       },
+      errors: { 404: ['not_found'] },
       handler: async ({ params, principal, req }) => {
         await requireAccess(projects, principal, params.id, 'read');
         return pictureReply(await pictures.previous(params.id, params.slug), 200, req.headers['if-none-match']);
@@ -213,16 +219,17 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
       responses: {
         200: { description: 'Saved: the new version, or the current one when nothing changed.', schema: pictureSchema, headers: svgHeaders },
         201: { description: 'A new picture, at its first version.', schema: pictureSchema, headers: svgHeaders },
-        400: errorAnswer(
-          '`invalid_request` (naming the field; also a spec key longer than 1,000 characters), `json_too_complex` (a spec nested deeper than 64 levels or holding more than 100,000 keys and items), `invalid_svg` (not a well-formed SVG document), `unsafe_svg` (breaks an SVG rule; `where` names the element or line), `unsupported_schema_version` (`spec.version` is not 1).',
-          ['invalid_request', 'json_too_complex', 'invalid_svg', 'unsafe_svg', 'unsupported_schema_version'],
-        ),
+        400: {
+          description:
+            '`invalid_request` (naming the field; also a spec key longer than 1,000 characters), `json_too_complex` (a spec nested deeper than 64 levels or holding more than 100,000 keys and items), `invalid_svg` (not a well-formed SVG document), `unsafe_svg` (breaks an SVG rule; `where` names the element or line), `unsupported_schema_version` (`spec.version` is not 1).',
+        },
         403: forbiddenAnswer,
         404: notFoundAnswer,
-        409: errorAnswer(`\`picture_limit_reached\`: the project already holds ${PICTURE_LIMITS.perProject} pictures.`, ['picture_limit_reached']),
-        413: errorAnswer('`payload_too_large`: the body, the SVG or the spec is over its limit (`field` names which).', ['payload_too_large']),
+        409: { description: `The project already holds ${PICTURE_LIMITS.perProject} pictures.` },
+        413: { description: 'The body, the SVG or the spec is over its limit (`field` names which).' },
         ...preconditionAnswers,
       },
+      errors: { 400: ['invalid_svg', 'unsafe_svg', 'unsupported_schema_version'], 404: ['not_found'], 409: ['picture_limit_reached'], ...preconditionErrors },
       handler: async ({ params, body, principal, req }) => {
         await requireAccess(projects, principal, params.id, 'update');
         const { picture, created } = await pictures.save(params.id, params.slug, principal!.personId as string, body as PictureWrite, readPreconditions(req.headers));
@@ -242,11 +249,12 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
       schemas: { params: pictureParamsSchema },
       responses: {
         204: { description: 'Deleted, with its previous version.' },
-        400: errorAnswer('`invalid_request`: the slug or a condition header is malformed.', ['invalid_request']),
+        400: { description: 'The slug or a condition header is malformed.' },
         403: forbiddenAnswer,
         404: notFoundAnswer,
         ...preconditionAnswers,
       },
+      errors: { 404: ['not_found'], ...preconditionErrors },
       handler: async ({ params, principal, req }) => {
         await requireAccess(projects, principal, params.id, 'delete');
         await pictures.delete(params.id, params.slug, readPreconditions(req.headers));

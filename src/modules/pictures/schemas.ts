@@ -130,22 +130,3 @@ export const listQuerySchema = {
   },
   additionalProperties: false,
 } as const;
-
-/** An error answer whose `error` is one of `codes` (the codes this status can carry here). */
-export function errorAnswer(description: string, codes: readonly string[]) {
-  return {
-    description,
-    schema: {
-      type: 'object',
-      description: 'Error body (spec 2.1).',
-      required: ['error'],
-      properties: {
-        error: { type: 'string', enum: [...codes], description: 'Error code.' },
-        message: { type: 'string', description: 'Plain-words explanation.' },
-        field: { type: 'string', description: 'The request field at fault.' },
-        where: { type: 'string', description: 'For SVG refusals: the element path (`/svg/g[2]/use[1]/@href`) or line and column.' },
-      },
-      additionalProperties: true,
-    },
-  } as const;
-}

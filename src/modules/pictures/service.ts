@@ -35,7 +35,8 @@ const ATTEMPTS = 5;
 
 const limitReached = (): ApiError =>
   new ApiError(409, 'picture_limit_reached', `a project keeps at most ${PICTURE_LIMITS.perProject} pictures; delete one first`, {
-    extra: { limit: PICTURE_LIMITS.perProject },
+    // `max`, as json_too_complex names the value of its limit (`limit` there names which limit).
+    extra: { max: PICTURE_LIMITS.perProject },
   });
 
 /** SHA-256 of what makes a version: the spec (canonical JSON, so key order does not count), the look and the SVG. */

@@ -2,8 +2,7 @@ import type { Request } from 'express';
 import { authorize, defineAbilityFor } from '../../../policies/index.js';
 import { actorOf } from '../../audit.js';
 import type { Principal } from '../../auth/principal.js';
-import { errorBodySchema } from '../../http/schema.js';
-import { defineRoute, type Reply, type ResponseSpec, type RouteDefinition } from '../../http/route.js';
+import { defineRoute, type ErrorDeclaration, type Reply, type ResponseSpec, type RouteDefinition } from '../../http/route.js';
 import type { OrganisationRecord } from '../organisation/entities.js';
 import {
   policyAnswerSchema,
@@ -20,13 +19,6 @@ export interface PolicyRouteOptions {
   requireIfMatch: boolean;
 }
 
-const ORGANISATION_HEADER = {
-  'X-Platform-Organisation': {
-    description: "Cloud only, with a person's access token: the organisation id the request is for.",
-    schema: { type: 'string' },
-  },
-} as const;
-
 const answerHeaders = {
   ETag: { description: 'The revision, quoted.', schema: { type: 'string' } },
   'Cache-Control': { description: '`private, no-cache`: keep it, but ask again (with `If-None-Match`) before using it.', schema: { type: 'string' } },
@@ -36,6 +28,7 @@ const revisionsQuery = {
   type: 'object',
   properties: {
     limit: { type: 'integer', minimum: 1, maximum: 100, description: 'How many publishes to list, newest first (default 20).' },
+    cursor: { type: 'string', pattern: '^[1-9][0-9]{0,9}$', description: 'The `nextCursor` of the previous page.' },
   },
   additionalProperties: false,
 } as const;
@@ -88,11 +81,18 @@ function publishReply(outcome: PublishOutcome): Reply {
   return { status: 200, headers, body: outcome };
 }
 
-function revisionsReply(revisions: StoredRevision[]): Reply {
+/** One page: `limit` publishes (one more was read to know whether another page follows). */
+async function revisionsReply(query: { limit?: number; cursor?: string }, read: (limit: number, below?: number) => Promise<StoredRevision[]>): Promise<Reply> {
+  const limit = query.limit ?? 20;
+  const rows = await read(limit + 1, query.cursor === undefined ? undefined : Number(query.cursor));
+  const page = rows.slice(0, limit);
   return {
     status: 200,
     headers: { 'Cache-Control': 'no-store' },
-    body: { revisions: revisions.map((revision) => ({ ...revision, publishedAt: revision.publishedAt.toISOString() })) },
+    body: {
+      revisions: page.map((revision) => ({ ...revision, publishedAt: revision.publishedAt.toISOString() })),
+      nextCursor: rows.length > limit ? String(page[page.length - 1]!.number) : null,
+    },
   };
 }
 
@@ -102,7 +102,6 @@ function ability(principal: Principal | undefined) {
 
 export function policyRoutes(policies: PolicyService, options: PolicyRouteOptions): RouteDefinition[] {
   const writeHeaders = {
-    ...ORGANISATION_HEADER,
     'If-Match': {
       description:
         'The ETag of the policy this change is based on (`GET /policy/v1`, with `projectId` for a project, or the answer of the last publish): the change is made only if it is still current, otherwise 412. ' +
@@ -113,20 +112,24 @@ export function policyRoutes(policies: PolicyService, options: PolicyRouteOption
   } as const;
   const writeResponses = (what: string): Record<number, ResponseSpec> => {
     const responses: Record<number, ResponseSpec> = {
-    200: { description: `${what} Says whether it changed anything (\`changed\`).`, schema: policyPublishAnswerSchema, headers: publishHeaders },
-    409: { description: 'Another publish of this organisation happened at the same moment, three times over; publish again (`conflict`).', schema: errorBodySchema },
-    412: {
-      description: 'The policy changed since the ETag given in `If-Match` (`precondition_failed`); the answer\'s `ETag` is the current one. Nothing was stored.',
-      schema: errorBodySchema,
-      headers: { ETag: { description: 'The current revision, quoted.', schema: { type: 'string' } } },
-    },
+      200: { description: `${what} Says whether it changed anything (\`changed\`).`, schema: policyPublishAnswerSchema, headers: publishHeaders },
+      409: { description: 'Another publish of this organisation happened at the same moment, three times over; publish again.' },
+      412: {
+        description: "The policy changed since the ETag given in `If-Match`; the answer's `ETag` is the current one. Nothing was stored.",
+        headers: { ETag: { description: 'The current revision, quoted.', schema: { type: 'string' } } },
+      },
     };
     // Only a deployment that requires If-Match can answer 428.
-    if (options.requireIfMatch) {
-      responses[428] = { description: 'This deployment requires `If-Match` on every publish and restore (`precondition_required`).', schema: errorBodySchema };
-    }
+    if (options.requireIfMatch) responses[428] = { description: 'This deployment requires `If-Match` on every publish and restore.' };
     return responses;
   };
+  /** The codes of a publish or restore, beside those of `extra`. */
+  const writeErrors = (extra: ErrorDeclaration = {}): ErrorDeclaration => ({
+    ...extra,
+    409: ['conflict', ...(extra[409] ?? [])],
+    412: ['precondition_failed'],
+    ...(options.requireIfMatch ? { 428: ['precondition_required'] } : {}),
+  });
   /** `If-Match` as sent, after the deployment's rule that it be sent. */
   const preconditions = (req: Request): Preconditions => {
     const ifMatch = req.headers['if-match'];
@@ -146,7 +149,6 @@ export function policyRoutes(policies: PolicyService, options: PolicyRouteOption
       auth: ['device', 'person', 'cloud-session'],
       deviceScope: 'policy:read',
       headers: {
-        ...ORGANISATION_HEADER,
         'If-None-Match': { description: 'The ETag of an earlier answer.', schema: { type: 'string' } },
       },
       schemas: {
@@ -162,6 +164,7 @@ export function policyRoutes(policies: PolicyService, options: PolicyRouteOption
         200: { description: 'The effective policy.', schema: policyAnswerSchema, headers: answerHeaders },
         304: { description: 'Not modified since the ETag given in `If-None-Match`.' },
       },
+      errors: { 404: ['not_found'] },
       handler: async ({ query, principal, tenant, req }) => {
         const organisation = tenant!;
         authorize(ability(principal), 'read', 'Policy', { organisationId: organisation.id, ...(query.projectId ? { projectId: query.projectId } : {}) });
@@ -184,6 +187,7 @@ export function policyRoutes(policies: PolicyService, options: PolicyRouteOption
       headers: writeHeaders,
       schemas: { body: policyDocumentSchema },
       responses: writeResponses("The organisation's effective policy after the publish."),
+      errors: writeErrors(),
       handler: async ({ body, principal, tenant, req }) => {
         const organisation: OrganisationRecord = tenant!;
         authorize(ability(principal), 'update', 'Policy', { organisationId: organisation.id });
@@ -208,6 +212,7 @@ export function policyRoutes(policies: PolicyService, options: PolicyRouteOption
         body: policyOverrideSchema,
       },
       responses: writeResponses("The project's effective policy after the publish."),
+      errors: writeErrors({ 404: ['not_found'] }),
       handler: async ({ params, body, principal, tenant, req }) => {
         const organisation = tenant!;
         authorize(ability(principal), 'update', 'Policy', { organisationId: organisation.id, projectId: params.projectId });
@@ -225,13 +230,12 @@ export function policyRoutes(policies: PolicyService, options: PolicyRouteOption
       tenant: true,
       auth: ['person', 'cloud-session'],
       forbids: true,
-      headers: ORGANISATION_HEADER,
       schemas: { query: revisionsQuery },
       responses: { 200: { description: 'The publishes, newest first.', schema: policyRevisionListSchema } },
       handler: async ({ query, principal, tenant }) => {
         const organisation = tenant!;
         authorize(ability(principal), 'update', 'Policy', { organisationId: organisation.id });
-        return revisionsReply(await policies.revisions(organisation.id, null, query.limit ?? 20));
+        return revisionsReply(query, (limit, below) => policies.revisions(organisation.id, null, limit, below));
       },
     }),
     defineRoute({
@@ -245,16 +249,16 @@ export function policyRoutes(policies: PolicyService, options: PolicyRouteOption
       tenant: true,
       auth: ['person', 'cloud-session'],
       forbids: true,
-      headers: ORGANISATION_HEADER,
       schemas: {
         params: { type: 'object', required: ['projectId'], properties: { projectId: projectIdSchema }, additionalProperties: false },
         query: revisionsQuery,
       },
       responses: { 200: { description: 'The publishes, newest first.', schema: policyRevisionListSchema } },
+      errors: { 404: ['not_found'] },
       handler: async ({ params, query, principal, tenant }) => {
         const organisation = tenant!;
         authorize(ability(principal), 'update', 'Policy', { organisationId: organisation.id, projectId: params.projectId });
-        return revisionsReply(await policies.revisions(organisation.id, params.projectId, query.limit ?? 20));
+        return revisionsReply(query, (limit, below) => policies.revisions(organisation.id, params.projectId, limit, below));
       },
     }),
     defineRoute({
@@ -274,8 +278,9 @@ export function policyRoutes(policies: PolicyService, options: PolicyRouteOption
       schemas: { params: organisationRevisionParams },
       responses: {
         ...writeResponses("The organisation's effective policy after the restore."),
-        409: { description: 'The publish no longer validates (`invalid_revision`), or another publish happened at the same moment three times over (`conflict`).', schema: errorBodySchema },
+        409: { description: 'The publish no longer validates (`invalid_revision`), or another publish happened at the same moment three times over (`conflict`).' },
       },
+      errors: writeErrors({ 404: ['not_found'], 409: ['invalid_revision'] }),
       handler: async ({ params, principal, tenant, req }) => {
         const organisation = tenant!;
         authorize(ability(principal), 'update', 'Policy', { organisationId: organisation.id });
@@ -299,8 +304,9 @@ export function policyRoutes(policies: PolicyService, options: PolicyRouteOption
       schemas: { params: projectRevisionParams },
       responses: {
         ...writeResponses("The project's effective policy after the restore."),
-        409: { description: 'The publish no longer validates (`invalid_revision`), or another publish happened at the same moment three times over (`conflict`).', schema: errorBodySchema },
+        409: { description: 'The publish no longer validates (`invalid_revision`), or another publish happened at the same moment three times over (`conflict`).' },
       },
+      errors: writeErrors({ 404: ['not_found'], 409: ['invalid_revision'] }),
       handler: async ({ params, principal, tenant, req }) => {
         const organisation = tenant!;
         authorize(ability(principal), 'update', 'Policy', { organisationId: organisation.id, projectId: params.projectId });

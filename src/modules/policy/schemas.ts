@@ -527,9 +527,10 @@ export const policyRevisionSchema = named('PolicyRevision', {
 export const policyRevisionListSchema = named('PolicyRevisionList', {
   type: 'object',
   description: 'Stored publishes, newest first.',
-  required: ['revisions'],
+  required: ['revisions', 'nextCursor'],
   properties: {
     revisions: { type: 'array', description: 'The publishes, newest first.', items: policyRevisionSchema },
+    nextCursor: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page; null on the last page.' },
   },
   additionalProperties: false,
 } as const);

@@ -239,10 +239,11 @@ export class PolicyService {
     return this.commit({ organisationId, projectId, actor, document, preconditions, action: 'policy.restored', restoredFrom: number });
   }
 
-  /** Stored publishes of the organisation's policy (`projectId` null) or a project's override, newest first. */
-  async revisions(organisationId: string, projectId: string | null, limit: number): Promise<StoredRevision[]> {
+  /** Stored publishes of the organisation's policy (`projectId` null) or a project's override,
+   * newest first; with `below`, only those numbered below it (the next page). */
+  async revisions(organisationId: string, projectId: string | null, limit: number, below?: number): Promise<StoredRevision[]> {
     if (projectId !== null) await this.projects.get(organisationId, projectId);
-    const rows = await this.store.page(organisationId, projectId, limit);
+    const rows = await this.store.page(organisationId, projectId, limit, below);
     const validate = projectId === null ? validateDocument : validateOverride;
     return rows.map((row) => {
       const parsed = this.parse(row);

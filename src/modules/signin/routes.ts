@@ -1,10 +1,11 @@
 import type { CloudSignInConfig, IdentityProviderId } from '../../config.js';
 import { IDENTITY_PROVIDERS } from '../../config.js';
+import type { ErrorCode } from '../../http/error-codes.js';
 import { ApiError, invalidRequest } from '../../http/errors.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { defineRoute, type Reply, type RouteDefinition } from '../../http/route.js';
-import { compile, describeError, errorBodySchema, type Schema } from '../../http/schema.js';
-import { NO_STORE, noStoreHeader, oauthErrorAnswer } from '../devices/token-endpoint.js';
+import { compile, describeError, type Schema } from '../../http/schema.js';
+import { NO_STORE, noStoreHeader } from '../devices/token-endpoint.js';
 import type { CloudSessions } from './sessions.js';
 import { oauthError } from './sessions.js';
 import {
@@ -24,7 +25,7 @@ import { CODE_CHALLENGE, errorRedirect, MAX_STATE_LENGTH, RedirectError, type Cl
  */
 
 export function signInRateLimits(config: CloudSignInConfig) {
-  const perMinute = (name: string, limit: number, code?: string): RateLimitRule => ({ name, by: 'address', limit, windowMs: 60_000, ...(code ? { code } : {}) });
+  const perMinute = (name: string, limit: number, code?: ErrorCode): RateLimitRule => ({ name, by: 'address', limit, windowMs: 60_000, ...(code ? { code } : {}) });
   return {
     start: perMinute('auth-start-address', config.rateLimitPerMinute),
     callback: perMinute('auth-callback-address', config.rateLimitPerMinute),
@@ -62,12 +63,12 @@ export interface SignInRouteOptions {
   service: SignInService;
   sessions: CloudSessions;
   config: CloudSignInConfig;
-  baseUrl: string;
+  /** `serviceOrigin` (src/http/origin.ts), for the documentation of the callback. */
+  origin: string | undefined;
 }
 
-export function signInRoutes({ service, sessions, config, baseUrl }: SignInRouteOptions): RouteDefinition[] {
+export function signInRoutes({ service, sessions, config, origin }: SignInRouteOptions): RouteDefinition[] {
   const limits = signInRateLimits(config);
-  const tokenErrors = ['invalid_request', 'invalid_grant', 'unsupported_grant_type'] as const;
   return [
     defineRoute({
       method: 'get',
@@ -102,8 +103,9 @@ export function signInRoutes({ service, sessions, config, baseUrl }: SignInRoute
       schemas: { query: startQuerySchema },
       responses: {
         302: { description: 'To the provider, or back to `redirect_uri` with `error`.', headers: REDIRECT_HEADERS },
-        400: { description: '`redirect_uri` is not registered for `client` (`invalid_request`).', schema: errorBodySchema },
+        400: { description: '`redirect_uri` is not registered for `client`.' },
       },
+      errors: { 400: ['invalid_request'] },
       handler: async ({ query }) => {
         const raw = query as Record<string, unknown>;
         const client = one(raw.client);
@@ -113,7 +115,7 @@ export function signInRoutes({ service, sessions, config, baseUrl }: SignInRoute
         }
         const stateValue = one(raw.state);
         const state = stateValue !== undefined && stateValue.length <= MAX_STATE_LENGTH ? stateValue : undefined;
-        const back = (message: string) => redirect(errorRedirect({ redirectUri: redirectUri as string, state }, new RedirectError('invalid_request', message), baseUrl));
+        const back = (message: string) => redirect(errorRedirect({ redirectUri: redirectUri as string, state }, new RedirectError('invalid_request', message), service.origin));
         for (const [name, value] of Object.entries(raw)) if (Array.isArray(value)) return back(`${name} is given more than once`);
         if (stateValue !== undefined && stateValue.length > MAX_STATE_LENGTH) return back(`state must be at most ${MAX_STATE_LENGTH} characters`);
         const codeChallenge = one(raw.code_challenge);
@@ -123,7 +125,7 @@ export function signInRoutes({ service, sessions, config, baseUrl }: SignInRoute
         try {
           return redirect(await service.startProvider(one(raw.provider) ?? '', request, one(raw.link)));
         } catch (error) {
-          if (error instanceof RedirectError) return redirect(errorRedirect(request, error, baseUrl));
+          if (error instanceof RedirectError) return redirect(errorRedirect(request, error, service.origin));
           throw error;
         }
       },
@@ -135,7 +137,7 @@ export function signInRoutes({ service, sessions, config, baseUrl }: SignInRoute
       operationId: 'finishSignIn',
       summary: "The identity provider's answer",
       description:
-        `Register \`${baseUrl}/auth/v1/callback/<provider>\` as the redirect URI of this service's client at each provider. ` +
+        `Register \`${origin ?? '<PLATFORM_BASE_URL>'}/auth/v1/callback/<provider>\` as the redirect URI of this service's client at each provider. ` +
         'The provider sends the browser here; the service checks the answer (state, PKCE, for OpenID Connect the ID token and nonce), signs the person in ' +
         'and sends them on to the client\'s `redirect_uri` (see `GET /auth/v1/start`). A sign-in that was not started here, took longer than ' +
         '`AUTH_FLOW_TTL_SECONDS` or was already finished has nowhere safe to go: 400 `invalid_request`.',
@@ -164,12 +166,13 @@ export function signInRoutes({ service, sessions, config, baseUrl }: SignInRoute
       },
       responses: {
         302: { description: "To the client's `redirect_uri`, with `code` or `error`.", headers: REDIRECT_HEADERS },
-        400: { description: 'No sign-in in progress has this state (`invalid_request`).', schema: errorBodySchema },
+        400: { description: 'No sign-in in progress has this state.' },
       },
+      errors: { 400: ['invalid_request'] },
       handler: async ({ params, req }) => {
-        // Our own address (PLATFORM_BASE_URL), never the request's: only the query is the provider's.
+        // The callback URL registered with the provider (PLATFORM_BASE_URL's): only the query is the provider's.
         const query = req.originalUrl.indexOf('?');
-        const callbackUrl = new URL(`${baseUrl}/auth/v1/callback/${params.provider}${query >= 0 ? req.originalUrl.slice(query) : ''}`);
+        const callbackUrl = new URL(`${service.callbackUri(params.provider as IdentityProviderId)}${query >= 0 ? req.originalUrl.slice(query) : ''}`);
         const finished = await service.finishProvider(params.provider as IdentityProviderId, callbackUrl);
         if (!finished) throw invalidRequest('no sign-in in progress has this state: it was not started here, took too long, or was already finished; start again');
         return redirect(finished.redirectTo);
@@ -194,9 +197,11 @@ export function signInRoutes({ service, sessions, config, baseUrl }: SignInRoute
       schemas: { body: emailStartSchema },
       responses: {
         202: { description: 'A code was mailed if the address can receive mail.', schema: { type: 'object', description: 'Empty.', additionalProperties: false } },
-        400: { description: 'Malformed, `redirect_uri` not registered for the client, or a link ticket that is not valid (`invalid_request`).', schema: errorBodySchema },
-        429: { description: 'Too many codes for the address (try again in an hour), or too many requests from the network address (`slow_down`, `Retry-After`).', schema: errorBodySchema },
+        400: { description: 'Malformed, `redirect_uri` not registered for the client, or a link ticket that is not valid.' },
+        429: { description: 'Too many codes for the address (try again in an hour), or too many requests from the network address (`Retry-After`).' },
       },
+      // The budget of codes per address holds whether or not rate limits by network address are on.
+      errors: { 400: ['invalid_request'], 429: ['slow_down'] },
       handler: async ({ body }) => {
         if (!service.isRegistered(body.client, body.redirect_uri)) {
           throw invalidRequest('redirect_uri must be registered for the client, exactly', { field: 'body.redirect_uri' });
@@ -223,9 +228,10 @@ export function signInRoutes({ service, sessions, config, baseUrl }: SignInRoute
       schemas: { body: emailVerifySchema },
       responses: {
         200: { description: 'The one-time code and the state.', schema: emailVerifiedSchema, headers: noStoreHeader },
-        400: { description: 'Malformed (`invalid_request`), or the code is wrong, used up or expired (`invalid_code`).', schema: errorBodySchema },
-        409: { description: 'The address already signs in to another account (`already_linked`).', schema: errorBodySchema },
+        400: { description: 'Malformed, or the code is wrong, used up or expired.' },
+        409: { description: 'The address already signs in to another account.' },
       },
+      errors: { 400: ['invalid_code'], 409: ['already_linked'] },
       handler: async ({ body }) => {
         const { code, state } = await service.verifyEmail(body.email, body.code);
         return { status: 200, body: { code, state }, headers: NO_STORE };
@@ -253,12 +259,13 @@ export function signInRoutes({ service, sessions, config, baseUrl }: SignInRoute
       schemas: { body: tokenRequestSchema },
       responses: {
         200: { description: 'The session\'s tokens.', schema: sessionTokensSchema, headers: noStoreHeader },
-        400: oauthErrorAnswer(
-          tokenErrors,
-          'OAuth error with `error_description`: `invalid_request` (a field missing or malformed), `invalid_grant` (code or refresh token wrong, ' +
+        400: {
+          description:
+            'OAuth error (RFC 6749 5.2) with `error_description`: `invalid_request` (a field missing or malformed), `invalid_grant` (code or refresh token wrong, ' +
             'used, expired, issued to another client or redirect URI, or PKCE verifier wrong), `unsupported_grant_type`.',
-        ),
+        },
       },
+      errors: { 400: ['invalid_request', 'invalid_grant', 'unsupported_grant_type'] },
       handler: async ({ body }) => {
         const field = (name: string): string => {
           const value = (body as Record<string, unknown>)[name];

@@ -98,7 +98,8 @@ export interface SignedInPerson {
 
 export interface SignInServiceOptions {
   config: CloudSignInConfig;
-  baseUrl: string;
+  /** `serviceOrigin` (src/http/origin.ts): PLATFORM_BASE_URL, which Cloud requires. */
+  origin: string | undefined;
   providers: ReadonlyMap<IdentityProviderId, IdentityProvider>;
   organisations: OrganisationService;
   sessions: CloudSessions;
@@ -137,13 +138,19 @@ export class SignInService {
     return false;
   }
 
+  /** The service's own origin, the start of every absolute URL sign-in builds. */
+  get origin(): string {
+    if (this.options.origin === undefined) throw new Error('Cloud sign-in needs PLATFORM_BASE_URL');
+    return this.options.origin;
+  }
+
   /** Where the device page's sign-ins come back. */
   get devicePageRedirectUri(): string {
-    return `${this.options.baseUrl}${DEVICE_PAGE_CALLBACK}`;
+    return `${this.origin}${DEVICE_PAGE_CALLBACK}`;
   }
 
   callbackUri(provider: IdentityProviderId): string {
-    return `${this.options.baseUrl}/auth/v1/callback/${provider}`;
+    return `${this.origin}/auth/v1/callback/${provider}`;
   }
 
   // Link tickets -------------------------------------------------------------------------------
@@ -212,7 +219,7 @@ export class SignInService {
       const person = await this.signIn(provider.id, identity, data.linkPersonId);
       return { request: data.request, redirectTo: await this.successRedirect(data.request, person) };
     } catch (error) {
-      if (error instanceof RedirectError) return { request: data.request, redirectTo: errorRedirect(data.request, error, this.options.baseUrl) };
+      if (error instanceof RedirectError) return { request: data.request, redirectTo: errorRedirect(data.request, error, this.origin) };
       throw error;
     }
   }
@@ -234,7 +241,7 @@ export class SignInService {
     url.searchParams.append('code', code);
     if (request.state !== undefined) url.searchParams.append('state', request.state);
     // RFC 9207: the answer names who issued it, so a client talking to several servers cannot mix them up.
-    url.searchParams.append('iss', this.options.baseUrl);
+    url.searchParams.append('iss', this.origin);
     return url;
   }
 
@@ -479,7 +486,7 @@ export class SignInService {
         '',
         `If you did not ask for it, ignore this mail: nothing happens without the code. Nobody from Platform will ever ask you for it.`,
         '',
-        `Sent by ${this.options.baseUrl}`,
+        `Sent by ${this.origin}`,
         '',
       ].join('\r\n'),
     };
@@ -505,11 +512,11 @@ export class SignInService {
 }
 
 /** The client's redirect URI with `error`, `error_description`, `state` and `iss`. */
-export function errorRedirect(request: Pick<ClientRequest, 'redirectUri' | 'state'>, error: RedirectError, baseUrl: string): URL {
+export function errorRedirect(request: Pick<ClientRequest, 'redirectUri' | 'state'>, error: RedirectError, issuer: string): URL {
   const url = new URL(request.redirectUri);
   url.searchParams.append('error', error.code);
   url.searchParams.append('error_description', error.message);
   if (request.state !== undefined) url.searchParams.append('state', request.state);
-  url.searchParams.append('iss', baseUrl);
+  url.searchParams.append('iss', issuer);
   return url;
 }

@@ -1,0 +1,20 @@
+// Runs the suite-wide checks (test/http/suite-checks.test.ts) after every other test file has
+// been handed to a worker, and tells them which files the run holds.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Sequencer from '@jest/test-sequencer';
+import { startRun } from './suite-run.mjs';
+
+const BaseSequencer = Sequencer.default ?? Sequencer;
+const CHECKS = /suite-checks\.test\.ts$/;
+
+export default class SuiteSequencer extends BaseSequencer {
+  async sort(tests) {
+    const sorted = await super.sort(tests);
+    const checks = sorted.filter((test) => CHECKS.test(test.path));
+    const others = sorted.filter((test) => !CHECKS.test(test.path));
+    const dir = startRun();
+    writeFileSync(join(dir, 'expected.json'), JSON.stringify(others.map((test) => test.path)));
+    return [...others, ...checks];
+  }
+}
