@@ -163,7 +163,7 @@ export function buildApp(deps: AppDependencies): Platform {
   registry.add(...deviceCodeRoutes({ deviceCodes, dpop, config }), ...approvalRoutes(deviceCodes));
   registry.add(...signInRoutes({ service: signIn, sessions, config: config.cloud, origin: ownOrigin }));
   registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger), signIn));
-  const teams = new TeamService(dataSource, clock, { config: config.teams, baseUrl: config.baseUrl ?? 'http://localhost', mailer, logger });
+  const teams = new TeamService(dataSource, clock, { config: config.teams, mailer, logger });
   registry.add(...teamRoutes(teams, teamRateLimits(config.teams, config.cloud.rateLimitPerMinute)));
   registry.add(
     defineRoute({

@@ -6,7 +6,6 @@ import type { Principal } from '../../auth/principal.js';
 import { forbidden, notFound } from '../../http/errors.js';
 import { DEFAULT_PAGE_SIZE, pageQuerySchema } from '../../http/pagination.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
-import { errorAnswer } from '../teams/schemas.js';
 import { projectListSchema, projectMemberListSchema, projectMemberSchema, projectNameSchema, projectRoleSchema, projectSchema } from './schemas.js';
 import type { ProjectMemberEntry, ProjectService } from './service.js';
 
@@ -20,14 +19,7 @@ import type { ProjectMemberEntry, ProjectService } from './service.js';
  * (another organisation's, or one they do not belong to) is 404.
  */
 
-const ORGANISATION_HEADER = {
-  'X-Platform-Organisation': {
-    description: "Cloud only, with a person's access token: the organisation id the request is for.",
-    schema: { type: 'string' },
-  },
-} as const;
-
-const common = { tag: 'Projects', extension: true, tenant: true, auth: ['person', 'cloud-session'], headers: ORGANISATION_HEADER } as const;
+const common = { tag: 'Projects', extension: true, tenant: true, auth: ['person', 'cloud-session'] } as const;
 
 const projectIdSchema = { type: 'string', minLength: 1, maxLength: 40, description: 'Project id (`prj_…`).' } as const;
 const projectParams = { type: 'object', required: ['projectId'], properties: { projectId: projectIdSchema }, additionalProperties: false } as const;
@@ -38,8 +30,6 @@ const memberParams = {
   additionalProperties: false,
 } as const;
 
-const notVisible = errorAnswer('`not_found`: no such project in your organisation, or you are not a member of it.', ['not_found', 'unknown_tenant']);
-const bodyErrors = ['invalid_request', 'json_too_complex'] as const;
 
 async function abilityOf(projects: ProjectService, principal: Principal | undefined): Promise<AppAbility> {
   const caller = principal!;
@@ -74,8 +64,9 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       schemas: { query: pageQuerySchema },
       responses: {
         200: { description: 'A page of projects.', schema: projectListSchema },
-        400: errorAnswer('`invalid_request`: a query parameter or the cursor is malformed.', ['invalid_request']),
+        400: { description: '`invalid_request`: a query parameter or the cursor is malformed.' },
       },
+      errors: { 400: ['invalid_request'] },
       handler: async ({ query, principal }) => {
         const ability = await abilityOf(projects, principal);
         // Every project, when the rules grant reading a project the caller holds no role in.
@@ -98,8 +89,9 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       schemas: { body: { type: 'object', required: ['name'], properties: { name: projectNameSchema }, additionalProperties: false } },
       responses: {
         201: { description: 'The new project, the caller its owner.', schema: projectSchema },
-        400: errorAnswer('`invalid_request`: no name, or one empty or too long (naming the field); `json_too_complex`.', bodyErrors),
+        400: { description: '`invalid_request`: no name, or one empty or too long (naming the field); `json_too_complex`.' },
       },
+      errors: { 400: ['invalid_request'] },
       handler: async ({ body, principal }) => {
         const ability = await abilityOf(projects, principal);
         authorize(ability, 'create', 'Project', { id: '', organisationId: principal!.organisationId });
@@ -118,8 +110,9 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       schemas: { params: projectParams },
       responses: {
         200: { description: 'The project.', schema: projectSchema },
-        404: notVisible,
+        404: { description: '`not_found`: no such project in your organisation, or you are not a member of it.' },
       },
+      errors: { 404: ['not_found'] },
       handler: async ({ params, principal }) => {
         const { project } = await visibleProject(projects, principal, params.projectId);
         const role = (await projects.rolesOf(project.organisationId, principal!.personId!)).get(project.id) ?? null;
@@ -137,10 +130,11 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       schemas: { params: projectParams, body: { type: 'object', required: ['name'], properties: { name: projectNameSchema }, additionalProperties: false } },
       responses: {
         200: { description: 'The renamed project.', schema: projectSchema },
-        400: errorAnswer('`invalid_request` (naming the field), `json_too_complex`.', bodyErrors),
-        403: errorAnswer('`forbidden`: contributors and viewers do not rename the project.', ['forbidden']),
-        404: notVisible,
+        400: { description: '`invalid_request` (naming the field), `json_too_complex`.' },
+        403: { description: '`forbidden`: contributors and viewers do not rename the project.' },
+        404: { description: '`not_found`: no such project in your organisation, or you are not a member of it.' },
       },
+      errors: { 400: ['invalid_request'], 403: ['forbidden'], 404: ['not_found'] },
       handler: async ({ params, body, principal }) => {
         const { project, ability } = await visibleProject(projects, principal, params.projectId);
         authorize(ability, 'update', 'Project', project);
@@ -171,11 +165,12 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       },
       responses: {
         204: { description: 'Deleted.' },
-        400: errorAnswer('`invalid_request`: `force` is not `true` or `false`.', ['invalid_request']),
-        403: errorAnswer('`forbidden`: contributors and viewers do not delete the project.', ['forbidden']),
-        404: notVisible,
-        409: errorAnswer('`project_not_empty`: the project holds pictures or ingested data, and `force=true` was not sent.', ['project_not_empty']),
+        400: { description: '`invalid_request`: `force` is not `true` or `false`.' },
+        403: { description: '`forbidden`: contributors and viewers do not delete the project.' },
+        404: { description: '`not_found`: no such project in your organisation, or you are not a member of it.' },
+        409: { description: '`project_not_empty`: the project holds pictures or ingested data, and `force=true` was not sent.' },
       },
+      errors: { 400: ['invalid_request'], 403: ['forbidden'], 404: ['not_found'], 409: ['project_not_empty'] },
       handler: async ({ params, query, principal }) => {
         const { project, ability } = await visibleProject(projects, principal, params.projectId);
         authorize(ability, 'delete', 'Project', project);
@@ -194,9 +189,10 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       schemas: { params: projectParams, query: pageQuerySchema },
       responses: {
         200: { description: 'A page of members.', schema: projectMemberListSchema },
-        400: errorAnswer('`invalid_request`: a query parameter or the cursor is malformed.', ['invalid_request']),
-        404: notVisible,
+        400: { description: '`invalid_request`: a query parameter or the cursor is malformed.' },
+        404: { description: '`not_found`: no such project in your organisation, or you are not a member of it.' },
       },
+      errors: { 400: ['invalid_request'], 404: ['not_found'] },
       handler: async ({ params, query, principal }) => {
         const { project, ability } = await visibleProject(projects, principal, params.projectId);
         if (!ability.can('read', subject('ProjectMember', { organisationId: project.organisationId, projectId: project.id, personId: '' }) as never)) throw notFound('no such project');
@@ -218,11 +214,12 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       responses: {
         200: { description: 'The role was set (or already so).', schema: projectMemberSchema },
         201: { description: 'The person was added.', schema: projectMemberSchema },
-        400: errorAnswer('`invalid_request` (naming the field), `json_too_complex`.', bodyErrors),
-        403: errorAnswer('`forbidden`: contributors and viewers do not manage the project\'s members.', ['forbidden']),
-        404: errorAnswer('`not_found`: no such project you may see, or the person is not a member of the organisation.', ['not_found', 'unknown_tenant']),
-        409: errorAnswer('`last_owner`: the change would leave the project without an owner.', ['last_owner']),
+        400: { description: '`invalid_request` (naming the field), `json_too_complex`.' },
+        403: { description: '`forbidden`: contributors and viewers do not manage the project\'s members.' },
+        404: { description: '`not_found`: no such project you may see, or the person is not a member of the organisation.' },
+        409: { description: '`last_owner`: the change would leave the project without an owner.' },
       },
+      errors: { 400: ['invalid_request'], 403: ['forbidden'], 404: ['not_found'], 409: ['last_owner'] },
       handler: async ({ params, body, principal }) => {
         const { project, ability } = await visibleProject(projects, principal, params.projectId);
         authorize(ability, 'manage-members', 'Project', project);
@@ -243,10 +240,11 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       schemas: { params: memberParams },
       responses: {
         204: { description: 'Removed.' },
-        403: errorAnswer('`forbidden`: contributors and viewers remove only themselves.', ['forbidden']),
-        404: errorAnswer('`not_found`: no such project you may see, or no such member of it.', ['not_found', 'unknown_tenant']),
-        409: errorAnswer('`last_owner`: the project would be left without an owner.', ['last_owner']),
+        403: { description: '`forbidden`: contributors and viewers remove only themselves.' },
+        404: { description: '`not_found`: no such project you may see, or no such member of it.' },
+        409: { description: '`last_owner`: the project would be left without an owner.' },
       },
+      errors: { 403: ['forbidden'], 404: ['not_found'], 409: ['last_owner'] },
       handler: async ({ params, principal }) => {
         const { project, ability } = await visibleProject(projects, principal, params.projectId);
         const own = { organisationId: project.organisationId, projectId: project.id, personId: params.personId };

@@ -3,12 +3,13 @@ import { defineAbilityFor } from '../../../policies/index.js';
 import type { Principal } from '../../auth/principal.js';
 import type { TeamsConfig } from '../../config.js';
 import { forbidden } from '../../http/errors.js';
+import { requestOrigin } from '../../http/origin.js';
 import { DEFAULT_PAGE_SIZE, pageQuerySchema } from '../../http/pagination.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { organisationSummarySchema } from '../organisation/schemas.js';
 import type { MemberView } from '../organisation/store.js';
-import { errorAnswer, invitationListSchema, invitationPreviewSchema, invitationSchema, memberListSchema, okSchema, roleSchema, teamNameSchema } from './schemas.js';
+import { invitationListSchema, invitationPreviewSchema, invitationSchema, memberListSchema, okSchema, roleSchema, teamNameSchema } from './schemas.js';
 import type { TeamService } from './service.js';
 import type { InvitationView } from './store.js';
 
@@ -39,9 +40,7 @@ const tokenParams = {
   additionalProperties: false,
 } as const;
 
-const bodyErrors = ['invalid_request', 'json_too_complex'] as const;
-const notMine = errorAnswer('`not_found`: no such organisation among yours.', ['not_found']);
-const personal = (what: string) => errorAnswer(`\`invalid_request\` (naming the field), \`json_too_complex\`, or \`personal_organisation\`: ${what}.`, [...bodyErrors, 'personal_organisation']);
+const personalText = (what: string) => `\`invalid_request\` (naming the field), \`json_too_complex\`, or \`personal_organisation\`: ${what}.`;
 
 function memberBody(member: MemberView) {
   return { userId: member.personId, name: member.name, email: member.email, role: member.role, joinedAt: member.joinedAt.toISOString() };
@@ -84,8 +83,9 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       },
       responses: {
         201: { description: 'The new team, with the caller as its owner.', schema: organisationSummarySchema },
-        400: errorAnswer('`invalid_request`: no name, or a name that is empty, too long or holds control characters (naming the field); `json_too_complex`.', bodyErrors),
+        400: { description: '`invalid_request`: no name, or a name that is empty, too long or holds control characters (naming the field); `json_too_complex`.' },
       },
+      errors: { 400: ['invalid_request'] },
       handler: async ({ body, principal }) => {
         const ability = defineAbilityFor({ ...principal!, projectRoles: new Map() });
         if (!ability.can('create', subject('Team', {}) as never)) throw forbidden();
@@ -106,10 +106,11 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       },
       responses: {
         200: { description: 'Renamed.', schema: okSchema },
-        400: personal('the organisation is a personal one'),
-        403: errorAnswer('`forbidden`: only owners and admins rename a team.', ['forbidden']),
-        404: notMine,
+        400: { description: personalText('the organisation is a personal one') },
+        403: { description: '`forbidden`: only owners and admins rename a team.' },
+        404: { description: '`not_found`: no such organisation among yours.' },
       },
+      errors: { 400: ['invalid_request', 'personal_organisation'], 403: ['forbidden'], 404: ['not_found'] },
       handler: async ({ params, body, principal }) => {
         await teams.rename(caller(principal), params.id, body.name);
         return { status: 200, body: { ok: true } };
@@ -125,9 +126,10 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       schemas: { params: organisationParams, query: pageQuerySchema },
       responses: {
         200: { description: 'A page of members.', schema: memberListSchema },
-        400: errorAnswer('`invalid_request`: a query parameter or the cursor is malformed.', ['invalid_request']),
-        404: notMine,
+        400: { description: '`invalid_request`: a query parameter or the cursor is malformed.' },
+        404: { description: '`not_found`: no such organisation among yours.' },
       },
+      errors: { 400: ['invalid_request'], 404: ['not_found'] },
       handler: async ({ params, query, principal }) => {
         const page = await teams.members(caller(principal), params.id, { limit: query.limit ?? DEFAULT_PAGE_SIZE, cursor: query.cursor });
         return { status: 200, body: { members: page.items.map(memberBody), nextCursor: page.nextCursor }, headers: { 'Cache-Control': 'no-store' } };
@@ -149,11 +151,12 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       },
       responses: {
         200: { description: 'Changed (or already so).', schema: okSchema },
-        400: personal('the organisation is a personal one, whose only member is its owner'),
-        403: errorAnswer('`forbidden`: members change no roles; admins do not make, unmake or demote owners.', ['forbidden']),
-        404: errorAnswer('`not_found`: no such organisation among yours, or no such member of it.', ['not_found']),
-        409: errorAnswer('`last_owner`: the change would leave the team without an owner.', ['last_owner']),
+        400: { description: personalText('the organisation is a personal one, whose only member is its owner') },
+        403: { description: '`forbidden`: members change no roles; admins do not make, unmake or demote owners.' },
+        404: { description: '`not_found`: no such organisation among yours, or no such member of it.' },
+        409: { description: '`last_owner`: the change would leave the team without an owner.' },
       },
+      errors: { 400: ['invalid_request', 'personal_organisation'], 403: ['forbidden'], 404: ['not_found'], 409: ['last_owner'] },
       handler: async ({ params, body, principal }) => {
         await teams.changeRole(caller(principal), params.id, params.userId, body.role);
         return { status: 200, body: { ok: true } };
@@ -173,11 +176,12 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       schemas: { params: memberParams },
       responses: {
         204: { description: 'Removed.' },
-        400: errorAnswer('`personal_organisation`: a personal organisation cannot be left; `invalid_request`: a malformed request.', ['invalid_request', 'personal_organisation']),
-        403: errorAnswer('`forbidden`: members remove only themselves; admins do not remove owners.', ['forbidden']),
-        404: errorAnswer('`not_found`: no such organisation among yours, or no such member of it.', ['not_found']),
-        409: errorAnswer('`last_owner`: the team would be left without an owner (make someone else an owner first).', ['last_owner']),
+        400: { description: '`personal_organisation`: a personal organisation cannot be left; `invalid_request`: a malformed request.' },
+        403: { description: '`forbidden`: members remove only themselves; admins do not remove owners.' },
+        404: { description: '`not_found`: no such organisation among yours, or no such member of it.' },
+        409: { description: '`last_owner`: the team would be left without an owner (make someone else an owner first).' },
       },
+      errors: { 400: ['invalid_request', 'personal_organisation'], 403: ['forbidden'], 404: ['not_found'], 409: ['last_owner'] },
       handler: async ({ params, principal }) => {
         await teams.removeMember(caller(principal), params.id, params.userId);
         return { status: 204 };
@@ -194,10 +198,11 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       schemas: { params: organisationParams, query: pageQuerySchema },
       responses: {
         200: { description: 'A page of open invitations.', schema: invitationListSchema },
-        400: errorAnswer('`invalid_request`: a query parameter or the cursor is malformed.', ['invalid_request']),
-        403: errorAnswer('`forbidden`: only owners and admins see invitations.', ['forbidden']),
-        404: notMine,
+        400: { description: '`invalid_request`: a query parameter or the cursor is malformed.' },
+        403: { description: '`forbidden`: only owners and admins see invitations.' },
+        404: { description: '`not_found`: no such organisation among yours.' },
       },
+      errors: { 400: ['invalid_request'], 403: ['forbidden'], 404: ['not_found'] },
       handler: async ({ params, query, principal }) => {
         const page = await teams.openInvitations(caller(principal), params.id, { limit: query.limit ?? DEFAULT_PAGE_SIZE, cursor: query.cursor });
         return { status: 200, body: { invitations: page.items.map((item) => invitationBody(item)), nextCursor: page.nextCursor }, headers: { 'Cache-Control': 'no-store' } };
@@ -229,14 +234,15 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       },
       responses: {
         201: { description: 'The invitation, with its link.', schema: invitationSchema, headers: { 'Cache-Control': { description: '`no-store`: the answer holds the link.', schema: { type: 'string' } } } },
-        400: personal('the organisation is a personal one, which nobody joins'),
-        403: errorAnswer('`forbidden`: only owners and admins invite, and only an owner invites an owner.', ['forbidden']),
-        404: notMine,
-        409: errorAnswer('`already_member`: a member of the team signs in with this address.', ['already_member']),
-        429: errorAnswer(`\`too_many_requests\`: more invitations than \`CLOUD_INVITATIONS_PER_HOUR\` by this person in an hour, or than \`AUTH_RATE_LIMIT_PER_MINUTE\` from this network address in a minute; \`Retry-After\` says when to try again.`, ['too_many_requests']),
+        400: { description: personalText('the organisation is a personal one, which nobody joins') },
+        403: { description: '`forbidden`: only owners and admins invite, and only an owner invites an owner.' },
+        404: { description: '`not_found`: no such organisation among yours.' },
+        409: { description: '`already_member`: a member of the team signs in with this address.' },
+        429: { description: `\`too_many_requests\`: more invitations than \`CLOUD_INVITATIONS_PER_HOUR\` by this person in an hour, or than \`AUTH_RATE_LIMIT_PER_MINUTE\` from this network address in a minute; \`Retry-After\` says when to try again.` },
       },
-      handler: async ({ params, body, principal }) => {
-        const { invitation, link } = await teams.invite(caller(principal), params.id, { email: body.email, role: body.role ?? 'member' });
+      errors: { 400: ['invalid_request', 'personal_organisation'], 403: ['forbidden'], 404: ['not_found'], 409: ['already_member'], 429: ['too_many_requests'] },
+      handler: async ({ params, body, principal, req }) => {
+        const { invitation, link } = await teams.invite(caller(principal), params.id, { email: body.email, role: body.role ?? 'member', origin: requestOrigin(req).origin });
         return { status: 201, body: invitationBody(invitation, link), headers: { 'Cache-Control': 'no-store' } };
       },
     }),
@@ -251,9 +257,10 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       schemas: { params: invitationParams },
       responses: {
         204: { description: 'Withdrawn.' },
-        403: errorAnswer('`forbidden`: only owners and admins withdraw invitations, and only an owner one to become an owner.', ['forbidden']),
-        404: errorAnswer('`not_found`: no such organisation among yours, or no open invitation with this id in it (used, withdrawn or expired).', ['not_found']),
+        403: { description: '`forbidden`: only owners and admins withdraw invitations, and only an owner one to become an owner.' },
+        404: { description: '`not_found`: no such organisation among yours, or no open invitation with this id in it (used, withdrawn or expired).' },
       },
+      errors: { 403: ['forbidden'], 404: ['not_found'] },
       handler: async ({ params, principal }) => {
         await teams.withdraw(caller(principal), params.id, params.invitationId);
         return { status: 204 };
@@ -273,9 +280,10 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       schemas: { params: tokenParams },
       responses: {
         200: { description: 'The invitation.', schema: invitationPreviewSchema, headers: { 'Cache-Control': { description: '`no-store`.', schema: { type: 'string' } } } },
-        404: errorAnswer('`not_found`: no open invitation has this token.', ['not_found']),
-        429: errorAnswer('`too_many_requests`: too many look-ups from this network address; `Retry-After` says when to try again.', ['too_many_requests']),
+        404: { description: '`not_found`: no open invitation has this token.' },
+        429: { description: '`too_many_requests`: too many look-ups from this network address; `Retry-After` says when to try again.' },
       },
+      errors: { 404: ['not_found'], 429: ['too_many_requests'] },
       handler: async ({ params }) => {
         const preview = await teams.preview(params.token);
         return {
@@ -298,10 +306,11 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       schemas: { params: tokenParams },
       responses: {
         200: { description: 'Joined: the team, with the accepter\'s role.', schema: organisationSummarySchema },
-        403: errorAnswer('`email_mismatch`: none of your sign-in methods vouches for the address the invitation was sent to.', ['email_mismatch']),
-        404: errorAnswer('`not_found`: no open invitation has this token (unknown, used, withdrawn, expired, or its inviter may no longer invite).', ['not_found']),
-        409: errorAnswer('`already_member`: you are a member of the team already.', ['already_member']),
+        403: { description: '`email_mismatch`: none of your sign-in methods vouches for the address the invitation was sent to.' },
+        404: { description: '`not_found`: no open invitation has this token (unknown, used, withdrawn, expired, or its inviter may no longer invite).' },
+        409: { description: '`already_member`: you are a member of the team already.' },
       },
+      errors: { 403: ['email_mismatch'], 404: ['not_found'], 409: ['already_member'] },
       handler: async ({ params, principal }) => ({ status: 200, body: await teams.accept(caller(principal), params.token), headers: { 'Cache-Control': 'no-store' } }),
     }),
   ];

@@ -90,23 +90,3 @@ export const okSchema = {
   properties: { ok: { type: 'boolean', description: 'Always `true`.' } },
   additionalProperties: false,
 } as const;
-
-/** An error answer whose codes are listed (spec 2.1). */
-export function errorAnswer(description: string, codes: readonly string[]) {
-  return {
-    description,
-    schema: {
-      type: 'object',
-      description: 'Error body (spec 2.1).',
-      required: ['error'],
-      properties: {
-        error: { type: 'string', enum: [...codes], description: 'Error code.' },
-        message: { type: 'string', description: 'Plain-words explanation.' },
-        field: { type: 'string', description: 'The request field at fault.' },
-        limit: { type: 'string', description: 'On `json_too_complex`: which limit the body passed.' },
-        max: { type: 'integer', description: 'On `json_too_complex`: the value of that limit.' },
-      },
-      additionalProperties: false,
-    },
-  } as const;
-}

@@ -84,8 +84,6 @@ export interface OrganisationSummary {
 
 export interface TeamServiceOptions {
   config: TeamsConfig;
-  /** The trusted origin of links in mails and answers (PLATFORM_BASE_URL on Cloud). */
-  baseUrl: string;
   mailer: Mailer;
   logger: Logger;
 }
@@ -253,7 +251,7 @@ export class TeamService {
    * team already signs in with (409 `already_member`), and mails the link. The link is in this
    * answer and the mail only: the token is stored as a hash.
    */
-  async invite(caller: Caller, organisationId: string, input: { email: string; role: OrganisationRole }): Promise<{ invitation: InvitationView; link: string; organisation: OrganisationRecord }> {
+  async invite(caller: Caller, organisationId: string, input: { email: string; role: OrganisationRole; origin: string }): Promise<{ invitation: InvitationView; link: string; organisation: OrganisationRecord }> {
     const email = normaliseEmail(input.email);
     const token = newSecret(INVITATION_TOKEN_PREFIX);
     const now = this.clock.now();
@@ -293,9 +291,9 @@ export class TeamService {
         throw error;
       }
     }
-    const link = this.link(token);
+    const link = this.link(input.origin, token);
     const inviter = await this.organisations.findPerson(caller.personId);
-    await this.mail(email, { team: organisation.name, inviter: inviter?.name ?? 'Someone', role: input.role, link, expiresAt: invitation.expiresAt });
+    await this.mail(email, { team: organisation.name, inviter: inviter?.name ?? 'Someone', role: input.role, link, origin: input.origin, expiresAt: invitation.expiresAt });
     this.audit('invitation.created', organisationId, caller, { invitationId: invitation.id, role: input.role });
     return { invitation: { ...invitation, invitedByName: inviter?.name ?? '' }, link, organisation };
   }
@@ -384,14 +382,17 @@ export class TeamService {
 
   // Links and mail ------------------------------------------------------------------------------
 
-  /** The link of an invitation: the console's page when configured, else the API's public preview. */
-  private link(token: string): string {
+  /**
+   * The link of an invitation: the console's page when configured, else the API's public preview
+   * on the request's trusted origin (`requestOrigin`, src/http/origin.ts: PLATFORM_BASE_URL on Cloud).
+   */
+  private link(origin: string, token: string): string {
     const template = this.options.config.invitationUrl;
     if (template) return template.replace('{token}', token);
-    return `${this.options.baseUrl}/cloud/v1/invitations/${token}`;
+    return `${origin}/cloud/v1/invitations/${token}`;
   }
 
-  private async mail(to: string, invitation: { team: string; inviter: string; role: OrganisationRole; link: string; expiresAt: Date }): Promise<void> {
+  private async mail(to: string, invitation: { team: string; inviter: string; role: OrganisationRole; link: string; origin: string; expiresAt: Date }): Promise<void> {
     const team = mailSafe(invitation.team);
     const inviter = mailSafe(invitation.inviter);
     const role = invitation.role === 'member' ? 'a member' : `an ${invitation.role}`;
@@ -410,7 +411,7 @@ export class TeamService {
           '',
           'If you do not know this team, ignore this mail: nothing happens unless you accept.',
           '',
-          `Sent by ${this.options.baseUrl}`,
+          `Sent by ${invitation.origin}`,
           '',
         ].join('\r\n'),
       });
