@@ -39,6 +39,7 @@ import { OrganisationService } from './modules/organisation/service.js';
 import { policyRoutes } from './modules/policy/routes.js';
 import { PolicyService } from './modules/policy/service.js';
 import { ProjectService } from './modules/projects/service.js';
+import { projectRoutes } from './modules/projects/routes.js';
 import { IngestReader } from './modules/ingest/read.js';
 import { ingestRoutes } from './modules/ingest/routes.js';
 import { IngestService } from './modules/ingest/service.js';
@@ -58,6 +59,8 @@ import { signInRateLimits, signInRoutes } from './modules/signin/routes.js';
 import { SignInService } from './modules/signin/service.js';
 import { CloudSessions } from './modules/signin/sessions.js';
 import type { IdentityProviderId } from './config.js';
+import { TeamService } from './modules/teams/service.js';
+import { teamRateLimits, teamRoutes } from './modules/teams/routes.js';
 
 export interface AppDependencies {
   config: Config;
@@ -82,6 +85,7 @@ export interface Platform {
     signIn: SignInService;
     sessions: CloudSessions;
     mailer: Mailer;
+    teams: TeamService;
   };
 }
 
@@ -150,6 +154,7 @@ export function buildApp(deps: AppDependencies): Platform {
   const registry = new RouteRegistry();
   registry.add(...healthRoutes(probes), ...discoveryRoutes(config), ...organisationRoutes());
   const projects = new ProjectService(dataSource, clock);
+  registry.add(...projectRoutes(projects, logger));
   const policies = new PolicyService(dataSource, clock, logger, projects, config.json);
   registry.add(...policyRoutes(policies, config.policy));
   registry.add(...ingestRoutes(new IngestService(dataSource, clock, policies), new IngestReader(dataSource, { maxDepth: config.json.maxDepth, maxKeys: config.ingest.maxJsonKeys, maxStringLength: config.ingest.maxStringLength }), config.ingest));
@@ -158,6 +163,8 @@ export function buildApp(deps: AppDependencies): Platform {
   registry.add(...deviceCodeRoutes({ deviceCodes, dpop, config }), ...approvalRoutes(deviceCodes));
   registry.add(...signInRoutes({ service: signIn, sessions, config: config.cloud, origin: ownOrigin }));
   registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger), signIn));
+  const teams = new TeamService(dataSource, clock, { config: config.teams, mailer, logger });
+  registry.add(...teamRoutes(teams, teamRateLimits(config.teams, config.cloud.rateLimitPerMinute)));
   registry.add(
     defineRoute({
       method: 'get',
@@ -247,5 +254,5 @@ export function buildApp(deps: AppDependencies): Platform {
   app.use(notFoundHandler());
   app.use(errorHandler(logger));
 
-  return { app, registry, profile, openapi, services: { organisations, verifier, dpop, deviceTokens, projects, signIn, sessions, mailer } };
+  return { app, registry, profile, openapi, services: { organisations, verifier, dpop, deviceTokens, projects, signIn, sessions, mailer, teams } };
 }

@@ -20,9 +20,11 @@ import { CloudSignIn1763820000000 as SqliteCloudSignIn } from './sqlite/17638200
 import { CloudSignIn1763820000000 as MysqlCloudSignIn } from './mysql/1763820000000-cloud-sign-in.js';
 import { Pictures1763830000000 as SqlitePictures } from './sqlite/1763830000000-pictures.js';
 import { Pictures1763830000000 as MysqlPictures } from './mysql/1763830000000-pictures.js';
+import { Teams1763850000000 as SqliteTeams } from './sqlite/1763850000000-teams.js';
+import { Teams1763850000000 as MysqlTeams } from './mysql/1763850000000-teams.js';
 
 type MigrationClass = new () => MigrationInterface;
 
 /** Migrations per dialect, in order. Listed by hand so they load the same in ESM, tests and builds. */
-export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation, SqliteDevices, SqlitePolicy, SqliteWebSessions, SqliteIngest, SqliteMembershipRemoval, SqliteCloudSignIn, SqlitePictures];
-export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices, MysqlPolicy, MysqlWebSessions, MysqlIngest, MysqlMembershipRemoval, MysqlExactIdentities, MysqlCloudSignIn, MysqlPictures];
+export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation, SqliteDevices, SqlitePolicy, SqliteWebSessions, SqliteIngest, SqliteMembershipRemoval, SqliteCloudSignIn, SqlitePictures, SqliteTeams];
+export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices, MysqlPolicy, MysqlWebSessions, MysqlIngest, MysqlMembershipRemoval, MysqlExactIdentities, MysqlCloudSignIn, MysqlPictures, MysqlTeams];
