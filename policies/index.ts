@@ -6,13 +6,17 @@ import { deviceRules } from './device.js';
 import { policyRules } from './policy.js';
 import { activityRules } from './activity.js';
 import { pictureRules } from './picture.js';
+import { teamRules } from './team.js';
+import { memberRules } from './member.js';
+import { invitationRules } from './invitation.js';
+import { projectMemberRules } from './project-member.js';
 import { cloudAgentRules } from './cloud-agent.js';
 import type { Action, Actor, AppAbility } from './subjects.js';
 
 export type { Action, Actor, AppAbility } from './subjects.js';
 
 /** Every subject's rules, in one list; a new subject adds its file here. */
-const RULES = [organisationRules, projectRules, deviceRules, policyRules, activityRules, pictureRules, cloudAgentRules];
+const RULES = [organisationRules, teamRules, memberRules, invitationRules, projectRules, projectMemberRules, deviceRules, policyRules, activityRules, pictureRules, cloudAgentRules];
 
 const abilities = new Map<string, AppAbility>();
 
@@ -23,7 +27,8 @@ const abilities = new Map<string, AppAbility>();
  */
 export function defineAbilityFor(actor: Actor): AppAbility {
   const projects = [...actor.projectRoles].sort(([a], [b]) => (a < b ? -1 : 1)).map(([id, role]) => `${id}=${role}`).join(',');
-  const key = `${actor.kind}|${actor.organisationId}|${actor.personId ?? ''}|${actor.role ?? ''}|${actor.deviceId ?? ''}|${actor.deviceKind ?? ''}|${actor.runId ?? ''}|${projects}`;
+  const emails = actor.verifiedEmails?.length ? [...actor.verifiedEmails].sort().join(',') : '';
+  const key = `${actor.kind}|${actor.organisationId}|${actor.personId ?? ''}|${actor.role ?? ''}|${actor.deviceId ?? ''}|${actor.deviceKind ?? ''}|${actor.runId ?? ''}|${projects}|${emails}`;
   const known = abilities.get(key);
   if (known) return known;
   const builder = new AbilityBuilder<AppAbility>(createMongoAbility);

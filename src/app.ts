@@ -39,6 +39,7 @@ import { OrganisationService } from './modules/organisation/service.js';
 import { policyRoutes } from './modules/policy/routes.js';
 import { PolicyService } from './modules/policy/service.js';
 import { ProjectService } from './modules/projects/service.js';
+import { projectRoutes } from './modules/projects/routes.js';
 import { IngestReader } from './modules/ingest/read.js';
 import { ingestRoutes } from './modules/ingest/routes.js';
 import { IngestService } from './modules/ingest/service.js';
@@ -58,6 +59,8 @@ import { signInRateLimits, signInRoutes } from './modules/signin/routes.js';
 import { SignInService } from './modules/signin/service.js';
 import { CloudSessions } from './modules/signin/sessions.js';
 import type { IdentityProviderId } from './config.js';
+import { TeamService } from './modules/teams/service.js';
+import { teamRateLimits, teamRoutes } from './modules/teams/routes.js';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { RunCredentialResolver } from './auth/run-credential.js';
@@ -94,6 +97,7 @@ export interface Platform {
     signIn: SignInService;
     sessions: CloudSessions;
     mailer: Mailer;
+    teams: TeamService;
     cloudAgents: CloudAgentService;
     signingKeys: SigningKeys;
     relay: RelayHub;
@@ -208,6 +212,7 @@ export function buildApp(deps: AppDependencies): Platform {
 
   const registry = new RouteRegistry();
   registry.add(...healthRoutes(probes), ...discoveryRoutes(config), ...organisationRoutes());
+  registry.add(...projectRoutes(projects, logger));
   registry.add(...policyRoutes(policies, config.policy));
   registry.add(...ingestRoutes(new IngestService(dataSource, clock, policies), new IngestReader(dataSource, { maxDepth: config.json.maxDepth, maxKeys: config.ingest.maxJsonKeys, maxStringLength: config.ingest.maxStringLength }), config.ingest));
   registry.add(...pictureRoutes(new PictureService(dataSource, clock), projects));
@@ -215,6 +220,8 @@ export function buildApp(deps: AppDependencies): Platform {
   registry.add(...deviceCodeRoutes({ deviceCodes, dpop, config }), ...approvalRoutes(deviceCodes));
   registry.add(...signInRoutes({ service: signIn, sessions, config: config.cloud, origin: ownOrigin }));
   registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger), signIn));
+  const teams = new TeamService(dataSource, clock, { config: config.teams, mailer, logger });
+  registry.add(...teamRoutes(teams, teamRateLimits(config.teams, config.cloud.rateLimitPerMinute)));
   registry.add(...cloudAgentRoutes(cloudAgents));
   registry.add(
     ...mcpRoutes({
@@ -322,7 +329,7 @@ export function buildApp(deps: AppDependencies): Platform {
     registry,
     profile,
     openapi,
-    services: { organisations, verifier, dpop, deviceTokens, projects, policies, signIn, sessions, mailer, cloudAgents, signingKeys, relay },
+    services: { organisations, verifier, dpop, deviceTokens, projects, policies, signIn, sessions, mailer, teams, cloudAgents, signingKeys, relay },
     upgrade: upgrades.handle,
     start: async () => {
       await signingKeys.ready();

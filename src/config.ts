@@ -105,7 +105,23 @@ export interface Config {
     rotationSeconds: number;
   };
   cloud: CloudSignInConfig;
+  teams: TeamsConfig;
   mail: MailConfig;
+}
+
+/** Cloud teams (spec 4.5): the plan of a new team, and invitations. */
+export interface TeamsConfig {
+  /** The plan a new team gets (`teams`). */
+  plan: 'free' | 'teams' | 'enterprise';
+  /** How long an invitation link works (spec 8: seven days). */
+  invitationTtlSeconds: number;
+  /**
+   * The console's page for an invitation, with `{token}` where the token goes; unset: the link is
+   * the API's public preview of the invitation, `<PLATFORM_BASE_URL>/cloud/v1/invitations/<token>`.
+   */
+  invitationUrl: string | undefined;
+  /** Invitations one person may send per rolling hour (each sends a mail to an address they chose). */
+  invitationsPerHour: number;
 }
 
 /** The identity providers a person can sign in with on Cloud (spec 4.3), and emailed codes. */
@@ -401,6 +417,27 @@ function providerOrder(env: Env): SignInProviderId[] {
   return [...order, ...DEFAULT_PROVIDER_ORDER.filter((id) => !order.includes(id))];
 }
 
+/**
+ * The console's invitation page: an https URL (http on a loopback address, for development) with
+ * `{token}` once, in its path, query or fragment (a fragment keeps the token out of the console
+ * server's logs). The token is base64url, so it needs no escaping wherever it goes.
+ */
+function invitationUrl(env: Env): string | undefined {
+  const name = 'CLOUD_INVITATION_URL';
+  const value = read(env, name);
+  if (value === undefined) return undefined;
+  if (value.split('{token}').length !== 2) throw new ConfigError(name, 'must hold {token} exactly once, e.g. https://console.example.com/invitations#{token}');
+  let url: URL;
+  try {
+    url = new URL(value.replace('{token}', 'token'));
+  } catch {
+    throw new ConfigError(name, `must be an absolute https URL (got "${value}")`);
+  }
+  if (url.username || url.password) throw new ConfigError(name, 'must not carry user information');
+  if (url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) return value;
+  throw new ConfigError(name, 'must be https, or http on a loopback address (127.0.0.1, [::1], localhost)');
+}
+
 function smtpUrl(env: Env): string | undefined {
   const value = read(env, 'SMTP_URL');
   if (value === undefined) return undefined;
@@ -509,6 +546,12 @@ export function loadConfig(env: Env = process.env): Config {
       rateLimitPerMinute: integer(env, 'AUTH_RATE_LIMIT_PER_MINUTE', 30, 1, 100_000),
       tokenRateLimitPerMinute: integer(env, 'AUTH_TOKEN_RATE_LIMIT_PER_MINUTE', 120, 1, 100_000),
     },
+    teams: {
+      plan: oneOf(env, 'CLOUD_TEAM_PLAN', ['free', 'teams', 'enterprise'] as const, 'teams'),
+      invitationTtlSeconds: integer(env, 'CLOUD_INVITATION_TTL_SECONDS', 7 * 86_400, 3600, 90 * 86_400),
+      invitationUrl: invitationUrl(env),
+      invitationsPerHour: integer(env, 'CLOUD_INVITATIONS_PER_HOUR', 100, 1, 100_000),
+    },
     mail: {
       smtpUrl: smtpUrl(env),
       from: mailFrom(env, baseUrl),
@@ -606,6 +649,10 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'AUTH_CODE_SECRET', secret: true, default: undefined },
   { name: 'AUTH_RATE_LIMIT_PER_MINUTE', secret: false, default: '30' },
   { name: 'AUTH_TOKEN_RATE_LIMIT_PER_MINUTE', secret: false, default: '120' },
+  { name: 'CLOUD_TEAM_PLAN', secret: false, default: 'teams' },
+  { name: 'CLOUD_INVITATION_TTL_SECONDS', secret: false, default: '604800' },
+  { name: 'CLOUD_INVITATION_URL', secret: false, default: undefined },
+  { name: 'CLOUD_INVITATIONS_PER_HOUR', secret: false, default: '100' },
   { name: 'SMTP_URL', secret: true, default: undefined },
   { name: 'MAIL_FROM', secret: false, default: undefined },
   { name: 'MAIL_OUTBOX_DIR', secret: false, default: './data/outbox' },

@@ -14,8 +14,8 @@ import { ORGANISATION_ROLES, PROJECT_ROLES, type OrganisationRole, type ProjectR
 
 // Every action and subject the policy types name. Adding one to policies/subjects.ts fails the
 // build here until it is listed, so the matrix always covers the whole vocabulary.
-export const ACTIONS = ['read', 'create', 'update', 'delete', 'manage-members', 'approve', 'relay'] as const satisfies readonly Action[];
-export const SUBJECTS = ['Organisation', 'Project', 'ProjectMember', 'Device', 'DeviceRequest', 'JoinKey', 'Policy', 'Activity', 'Picture', 'CloudAgentRun'] as const satisfies readonly Exclude<Subjects, 'all'>[];
+export const ACTIONS = ['read', 'create', 'update', 'delete', 'manage-members', 'approve', 'accept', 'relay'] as const satisfies readonly Action[];
+export const SUBJECTS = ['Organisation', 'Team', 'Member', 'Invitation', 'Project', 'ProjectMember', 'Device', 'DeviceRequest', 'JoinKey', 'Policy', 'Activity', 'Picture', 'CloudAgentRun'] as const satisfies readonly Exclude<Subjects, 'all'>[];
 const KINDS = ['person', 'cloud-session', 'device', 'run-credential'] as const satisfies readonly TokenKind[];
 type Missing<All, Listed> = [Exclude<All, Listed>] extends [never] ? true : never;
 const everyActionListed: Missing<Action, (typeof ACTIONS)[number]> = true;
@@ -33,6 +33,9 @@ const CALLING_DEVICE = 'dev_caller';
 const OTHER_DEVICE = 'dev_other';
 const THEIR_RUN = 'run_theirs';
 const OTHER_RUN = 'run_other';
+/** The address the invitee column's sign-in methods vouch for. */
+const CALLER_EMAIL = 'caller@example.test';
+const SOMEONE_ELSES_EMAIL = 'someone@example.test';
 
 export interface MatrixColumn {
   key: string;
@@ -63,9 +66,14 @@ export interface AbilityMatrix {
   grantedToNobody: { subject: string; action: Action }[];
 }
 
-function actor(kind: TokenKind, role: OrganisationRole | undefined, projectRoles: [string, ProjectRole][] = [], deviceKind: 'workbench' | 'node' = 'workbench'): Actor {
-  const base: Actor = { kind, organisationId: OWN_ORGANISATION, personId: CALLER, role, projectRoles: new Map(projectRoles) };
-  if (kind === 'device') return { ...base, deviceId: CALLING_DEVICE, deviceKind };
+function actor(
+  kind: TokenKind,
+  role: OrganisationRole | undefined,
+  projectRoles: [string, ProjectRole][] = [],
+  options: { verifiedEmails?: string[]; deviceKind?: 'workbench' | 'node' } = {},
+): Actor {
+  const base: Actor = { kind, organisationId: OWN_ORGANISATION, personId: CALLER, role, projectRoles: new Map(projectRoles), verifiedEmails: options.verifiedEmails };
+  if (kind === 'device') return { ...base, deviceId: CALLING_DEVICE, deviceKind: options.deviceKind ?? 'workbench' };
   // A run credential acts for the run's device and person.
   if (kind === 'run-credential') return { ...base, deviceId: CALLING_DEVICE, runId: THEIR_RUN };
   return base;
@@ -84,10 +92,12 @@ export function matrixColumns(): MatrixColumn[] {
     for (const role of ORGANISATION_ROLES) columns.push({ key: `${kind}:${role}`, label: `${kindLabels[kind]} ${role}`, actor: actor(kind, role) });
   }
   // The device columns above are workbenches; a node approved by an owner shows what nodes get.
-  columns.push({ key: 'node:owner', label: 'node of owner', actor: actor('device', 'owner', [], 'node') });
+  columns.push({ key: 'node:owner', label: 'node of owner', actor: actor('device', 'owner', [], { deviceKind: 'node' }) });
   for (const role of PROJECT_ROLES) {
     columns.push({ key: `project:${role}`, label: `project ${role}`, actor: actor('person', 'member', [[THEIR_PROJECT, role]]) });
   }
+  // A Cloud person whose sign-in methods vouch for an address, invited (or not) to a team.
+  columns.push({ key: 'invitee', label: 'cloud session invited', actor: actor('cloud-session', 'member', [], { verifiedEmails: [CALLER_EMAIL] }) });
   return columns;
 }
 
@@ -109,6 +119,28 @@ function samples(subject: string): Sample[] {
       return [
         { label: 'own organisation', foreign: false, record: { id: OWN_ORGANISATION } },
         { label: 'another organisation', foreign: true, record: { id: OTHER_ORGANISATION } },
+      ];
+    case 'Team':
+      return [{ label: 'a new team', foreign: false, record: {} }];
+    case 'Member': {
+      const member = (organisationId: string, personId: string, role: OrganisationRole, newRole: OrganisationRole) => ({ organisationId, personId, role, newRole });
+      return [
+        { label: 'admins and members', foreign: false, record: member(OWN_ORGANISATION, SOMEONE_ELSE, 'admin', 'member') },
+        { label: 'a member made owner', foreign: false, record: member(OWN_ORGANISATION, SOMEONE_ELSE, 'member', 'owner') },
+        { label: 'owners', foreign: false, record: member(OWN_ORGANISATION, SOMEONE_ELSE, 'owner', 'admin') },
+        { label: 'themselves', foreign: false, record: member(OWN_ORGANISATION, CALLER, 'member', 'member') },
+        { label: 'themselves elsewhere', foreign: true, record: member(OTHER_ORGANISATION, CALLER, 'member', 'member') },
+        { label: 'an owner elsewhere', foreign: true, record: member(OTHER_ORGANISATION, SOMEONE_ELSE, 'owner', 'member') },
+      ];
+    }
+    case 'Invitation':
+      // Accepting is the one rule not bounded by an organisation (an invitation is how one joins);
+      // the samples elsewhere are addressed to someone else, and must stay refused.
+      return [
+        { label: 'as admin or member', foreign: false, record: { organisationId: OWN_ORGANISATION, role: 'member', email: SOMEONE_ELSES_EMAIL } },
+        { label: 'as owner', foreign: false, record: { organisationId: OWN_ORGANISATION, role: 'owner', email: SOMEONE_ELSES_EMAIL } },
+        { label: 'to their address', foreign: false, record: { organisationId: OWN_ORGANISATION, role: 'owner', email: CALLER_EMAIL } },
+        { label: 'elsewhere', foreign: true, record: { organisationId: OTHER_ORGANISATION, role: 'member', email: SOMEONE_ELSES_EMAIL } },
       ];
     case 'Project':
       return [
@@ -231,7 +263,8 @@ export function renderAbilityMatrix(matrix: AbilityMatrix): string {
     "person's Cloud session; *device of* a device token approved by a person with that organisation role;",
     'the *device of* columns are workbenches, *node of owner* is a node approved by an owner; "its own runs" are the runs',
     "the device registered (for a run credential: its one run); *run credential* a cloud agent run's credential; *project …* an organisation member holding that role in one",
-    'project ("their projects" is that one).',
+    'project ("their projects" is that one); *cloud session invited* a Cloud member whose sign-in methods vouch for the address',
+    'an invitation was sent to ("to their address"). Member samples carry the role a change asks for ("a member made owner").',
   ];
   const bySubject = new Map<string, string[]>();
   for (const { subject, action } of matrix.grantedToNobody) bySubject.set(subject, [...(bySubject.get(subject) ?? []), action]);

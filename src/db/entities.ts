@@ -10,6 +10,7 @@ import { DeviceAuthorizationEntity, DeviceEntity, DeviceTokenEntity, JoinKeyEnti
 import { WebSessionEntity } from '../modules/devices/page-session.js';
 import { PolicyRevisionEntity } from '../modules/policy/entities.js';
 import { SIGN_IN_ENTITIES } from '../modules/signin/entities.js';
+import { InvitationEntity } from '../modules/teams/entities.js';
 
 import { ingestEntities } from '../modules/ingest/entities.js';
 import { pictureEntities } from '../modules/pictures/entities.js';
@@ -32,6 +33,7 @@ export const ENTITIES = [
   WebSessionEntity,
   PolicyRevisionEntity,
   ...SIGN_IN_ENTITIES,
+  InvitationEntity,
   SigningKeyEntity,
 ];
 

@@ -5,6 +5,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { WebSocket } from 'ws';
 import { DEFAULT_POLICY } from '../../policies/default-policy.js';
 import { DeviceEntity } from '../../src/modules/devices/entities.js';
+import { MembershipEntity } from '../../src/modules/organisation/entities.js';
 import { call, createOrganisation, listen, startPlatform, type TestPlatform } from '../support/platform.js';
 import { createPerson, deviceHeaders, enrolDevice, type EnrolledDevice } from '../support/devices.js';
 import { TestWorkbench } from '../support/workbench.js';
@@ -275,6 +276,17 @@ describe('HTTP refusals', () => {
     expect(res.status).toBe(401);
     expect(res.headers['www-authenticate']).toContain('invalid_token');
     platform.clock.set(Date.now());
+  });
+
+  it("401 at once when the run's person leaves or is removed from the organisation", async () => {
+    const leaver = await createPerson(platform, organisationId);
+    const laptop = await enrolDevice(platform, { organisationId, personId: leaver.id, name: "Leaver's laptop" });
+    const run = await registerRun(laptop);
+    expect((await mcpPost(run.runId, run.mcp.token, request(1))).status).toBe(200);
+    await platform.dataSource.getRepository(MembershipEntity).update({ organisationId, personId: leaver.id }, { removedAt: platform.clock.now() });
+    const res = await mcpPost(run.runId, run.mcp.token, request(2));
+    expect(res.status).toBe(401);
+    expect(res.body.error).toBe('unauthorized');
   });
 
   it("401 once the run's device is revoked", async () => {

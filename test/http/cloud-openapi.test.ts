@@ -29,7 +29,19 @@ const CLOUD_OPERATIONS = [
   'deleteMe',
   'createLinkTicket',
   'removeSignInMethod',
+  'createTeam',
+  'renameTeam',
+  'listMembers',
+  'changeMemberRole',
+  'removeMember',
+  'listInvitations',
+  'createInvitation',
+  'withdrawInvitation',
+  'previewInvitation',
+  'acceptInvitation',
 ];
+
+const PROJECT_OPERATIONS = ['listProjects', 'createProject', 'getProject', 'renameProject', 'deleteProject', 'listProjectMembers', 'setProjectMember', 'removeProjectMember'];
 
 type Operation = { operationId: string; security: Record<string, string[]>[]; requestBody?: { content: Record<string, unknown> }; responses: Record<string, unknown> };
 
@@ -64,6 +76,27 @@ describe('the Cloud OpenAPI document', () => {
     for (const code of ['invalid_code', 'already_linked', 'slow_down', 'confirm', 'sole_owner', 'last_sign_in_method']) expect(text).toContain(code);
     expect(body.paths['/auth/v1/email/start'].post.responses['429']).toBeDefined();
     expect(body.paths['/auth/v1/start'].get.responses['302']).toBeDefined();
+  });
+
+  it('declares the teams error codes it chose, and marks the team operations as the spec\'s (no extension) and the projects API as extensions on both deployments', async () => {
+    const { body } = await call(cloud, 'get', '/openapi.json');
+    const members = body.paths['/cloud/v1/organisations/{id}/members/{userId}'];
+    expect(members.patch.responses['409'].content['application/json'].schema.properties.error.enum).toEqual(['last_owner']);
+    expect(members.delete.responses['400'].content['application/json'].schema.properties.error.enum).toContain('personal_organisation');
+    expect(body.paths['/cloud/v1/invitations/{token}/accept'].post.responses['403'].content['application/json'].schema.properties.error.enum).toEqual(['email_mismatch']);
+    expect(body.paths['/cloud/v1/organisations/{id}/invitations'].post.responses['409'].content['application/json'].schema.properties.error.enum).toEqual(['already_member']);
+    expect(body.paths['/platform/v1/projects/{projectId}'].delete.responses['409'].content['application/json'].schema.properties.error.enum).toEqual(['project_not_empty']);
+    expect(body.paths['/cloud/v1/invitations/{token}'].get.security).toEqual([]);
+    const selfHostedDocument = (await call(selfHosted, 'get', '/openapi.json')).body;
+    for (const document of [body, selfHostedDocument]) {
+      const operations = operationsOf(document) as (Operation & { 'x-platform-extension'?: boolean })[];
+      for (const id of PROJECT_OPERATIONS) expect(operations.find((operation) => operation.operationId === id)?.['x-platform-extension']).toBe(true);
+      for (const operation of operations.filter((candidate) => CLOUD_OPERATIONS.slice(CLOUD_OPERATIONS.indexOf('createTeam')).includes(candidate.operationId))) {
+        expect(operation['x-platform-extension']).toBeUndefined();
+      }
+    }
+    expect(selfHostedDocument.paths['/platform/v1/projects'].get.security).toEqual([{ personToken: [] }]);
+    expect(body.paths['/platform/v1/projects'].get.security).toEqual([{ cloudSession: [] }]);
   });
 
   it('is not served on a self-hosted deployment: no such operation, and 404 not_found on its paths', async () => {

@@ -271,9 +271,14 @@ function requestArbitrary(operation: Operation, doc: Schema, host: string, crede
     oddString.filter((value) => value !== '').map((value) => encode(value.slice(0, 300))),
     fc.string({ minLength: 1, maxLength: 40 }).map((value) => encode(value)),
   );
-  // An id of something that exists, or a value of the parameter's own schema (a picture's slug).
+  // An id of something that exists (most often one the deployment holds: a project, a run), or a
+  // value of the parameter's own schema (a picture's slug).
   const plausible = (parameter: Operation['parameters'][number]) =>
-    fc.oneof(plausibleId, near(parameter.schema, doc).map((value) => encode(asText(value))).filter((value) => value !== ''));
+    fc.oneof(
+      ...(KNOWN_IDS.length ? [{ weight: 2, arbitrary: fc.constantFrom(...KNOWN_IDS).map(encode) }] : []),
+      { weight: 1, arbitrary: plausibleId },
+      { weight: 1, arbitrary: near(parameter.schema, doc).map((value) => encode(asText(value))).filter((value) => value !== '') },
+    );
   const path = (fault: boolean) =>
     fc.tuple(...pathParameters.map((parameter) => (fault ? fc.oneof(badPathValue, plausible(parameter)) : plausible(parameter)))).map(fillPath);
 
@@ -516,11 +521,11 @@ describe.each([
       );
     }
     expect(sent).toBeGreaterThanOrEqual(operations.length * RUNS_PER_OPERATION);
+    if (process.env.FUZZ_STATS) console.log([...statuses].sort().map(([k, v]) => `${k}: ${v}`).join('\n'));
     // The run credential got requests through to the MCP endpoint's relay, not only refused.
     const mcp = operations.filter((operation) => JSON.stringify(operation.security).includes('runCredential'));
     expect(mcp.map((operation) => operation.operationId)).toEqual(['callCloudAgentRunTools']);
     expect([...statuses.keys()].filter((key) => /^callCloudAgentRunTools 20[02]/.test(key)).length).toBeGreaterThan(0);
-    if (process.env.FUZZ_STATS) console.log([...statuses].sort().map(([k, v]) => `${k}: ${v}`).join('\n'));
     // Nothing the fuzz sent was logged as an unexpected failure.
     expect(d.platform.logs.filter((line) => (line.level as number) >= 50)).toEqual([]);
   }, 180_000);

@@ -20,13 +20,13 @@ const otherOrganisation = { id: OTHER_ORG };
 const project = (id: string, organisationId = ORG) => ({ id, organisationId });
 
 describe('policies: organisation', () => {
-  it('lets owners and admins update their organisation and manage its members, not members', () => {
+  it('lets owners and admins update (rename) their organisation, not members', () => {
     for (const role of ['owner', 'admin'] as const) {
       expect(can(actor('person', role), 'update', 'Organisation', ownOrganisation)).toBe(true);
-      expect(can(actor('person', role), 'manage-members', 'Organisation', ownOrganisation)).toBe(true);
+      expect(can(actor('cloud-session', role), 'update', 'Organisation', ownOrganisation)).toBe(true);
     }
     expect(can(actor('person', 'member'), 'update', 'Organisation', ownOrganisation)).toBe(false);
-    expect(can(actor('person', 'member'), 'manage-members', 'Organisation', ownOrganisation)).toBe(false);
+    expect(can(actor('cloud-session', 'member'), 'update', 'Organisation', ownOrganisation)).toBe(false);
   });
 
   it('lets every caller of the organisation read it', () => {
@@ -43,7 +43,6 @@ describe('policies: organisation', () => {
 
   it('never lets a device change the organisation, even one approved by an owner', () => {
     expect(can(actor('device', 'owner'), 'update', 'Organisation', ownOrganisation)).toBe(false);
-    expect(can(actor('device', 'owner'), 'manage-members', 'Organisation', ownOrganisation)).toBe(false);
   });
 });
 
@@ -136,6 +135,80 @@ describe('policies: cloud agent runs', () => {
     expect(defineAbilityFor(workbench).can('update', run('run_1', 'dev_1') as never)).toBe(true);
     expect(defineAbilityFor({ ...workbench, deviceId: 'dev_3' }).can('update', run('run_1', 'dev_1') as never)).toBe(false);
     expect(defineAbilityFor({ ...workbench, deviceKind: 'node' }).can('create', subject('CloudAgentRun', { organisationId: ORG }) as never)).toBe(false);
+  });
+});
+
+describe('policies: team, member, invitation', () => {
+  const allows = (who: Actor, action: Action, type: string, record: Record<string, unknown>) => defineAbilityFor(who).can(action, subject(type, { ...record }) as never);
+  const member = (personId: string, role: OrganisationRole, newRole: OrganisationRole | null = null, organisationId = ORG) => ({ organisationId, personId, role, newRole });
+  const invitation = (role: OrganisationRole, email = 'x@example.test', organisationId = ORG) => ({ organisationId, role, email });
+
+  it('lets any signed-in Cloud person create a team, and nobody else', () => {
+    for (const role of ['owner', 'admin', 'member'] as const) expect(allows(actor('cloud-session', role), 'create', 'Team', {})).toBe(true);
+    for (const kind of ['person', 'device', 'run-credential'] as const) expect(allows(actor(kind, 'owner'), 'create', 'Team', {})).toBe(false);
+  });
+
+  it('lets every member list the members, and no device', () => {
+    for (const role of ['owner', 'admin', 'member'] as const) expect(allows(actor('cloud-session', role), 'read', 'Member', member('usr_2', 'owner'))).toBe(true);
+    expect(allows(actor('device', 'owner'), 'read', 'Member', member('usr_2', 'member'))).toBe(false);
+  });
+
+  it('lets owners change any role; admins only among admins and members; members none', () => {
+    const owner = actor('cloud-session', 'owner');
+    for (const [from, to] of [['member', 'owner'], ['owner', 'admin'], ['admin', 'member']] as const) expect(allows(owner, 'update', 'Member', member('usr_2', from, to))).toBe(true);
+    const admin = actor('cloud-session', 'admin');
+    expect(allows(admin, 'update', 'Member', member('usr_2', 'member', 'admin'))).toBe(true);
+    expect(allows(admin, 'update', 'Member', member('usr_2', 'admin', 'member'))).toBe(true);
+    expect(allows(admin, 'update', 'Member', member('usr_2', 'member', 'owner'))).toBe(false);
+    expect(allows(admin, 'update', 'Member', member('usr_2', 'owner', 'admin'))).toBe(false);
+    expect(allows(actor('cloud-session', 'member'), 'update', 'Member', member('usr_2', 'member', 'admin'))).toBe(false);
+    expect(allows(actor('cloud-session', 'member'), 'update', 'Member', member('usr_1', 'member', 'admin'))).toBe(false);
+  });
+
+  it('lets owners remove anyone, admins anyone but owners, and everyone themselves', () => {
+    expect(allows(actor('cloud-session', 'owner'), 'delete', 'Member', member('usr_2', 'owner'))).toBe(true);
+    expect(allows(actor('cloud-session', 'admin'), 'delete', 'Member', member('usr_2', 'admin'))).toBe(true);
+    expect(allows(actor('cloud-session', 'admin'), 'delete', 'Member', member('usr_2', 'owner'))).toBe(false);
+    expect(allows(actor('cloud-session', 'member'), 'delete', 'Member', member('usr_2', 'member'))).toBe(false);
+    for (const role of ['owner', 'admin', 'member'] as const) expect(allows(actor('cloud-session', role), 'delete', 'Member', member('usr_1', role))).toBe(true);
+  });
+
+  it('reaches no member of another organisation, themselves included', () => {
+    for (const action of ACTIONS) {
+      expect(allows(actor('cloud-session', 'owner'), action, 'Member', member('usr_2', 'member', 'admin', OTHER_ORG))).toBe(false);
+      expect(allows(actor('cloud-session', 'member'), action, 'Member', member('usr_1', 'member', null, OTHER_ORG))).toBe(false);
+    }
+  });
+
+  it('lets owners invite as anything and admins as admin or member; members never', () => {
+    for (const role of ['owner', 'admin', 'member'] as const) {
+      expect(allows(actor('cloud-session', 'owner'), 'create', 'Invitation', invitation(role))).toBe(true);
+      expect(allows(actor('cloud-session', 'member'), 'create', 'Invitation', invitation(role))).toBe(false);
+    }
+    expect(allows(actor('cloud-session', 'admin'), 'create', 'Invitation', invitation('admin'))).toBe(true);
+    expect(allows(actor('cloud-session', 'admin'), 'create', 'Invitation', invitation('owner'))).toBe(false);
+    expect(allows(actor('cloud-session', 'admin'), 'read', 'Invitation', invitation('owner'))).toBe(true);
+    expect(allows(actor('cloud-session', 'admin'), 'delete', 'Invitation', invitation('owner'))).toBe(false);
+    expect(allows(actor('cloud-session', 'member'), 'read', 'Invitation', invitation('member'))).toBe(false);
+    for (const action of ACTIONS) expect(allows(actor('cloud-session', 'owner'), action, 'Invitation', invitation('member', 'x@example.test', OTHER_ORG))).toBe(false);
+  });
+
+  it('lets a Cloud person accept an invitation to an address their methods verified, in any organisation, and nothing else', () => {
+    const invitee = { ...actor('cloud-session', 'member'), verifiedEmails: ['me@example.test'] };
+    expect(allows(invitee, 'accept', 'Invitation', invitation('owner', 'me@example.test', OTHER_ORG))).toBe(true);
+    expect(allows(invitee, 'accept', 'Invitation', invitation('member', 'someone@example.test', OTHER_ORG))).toBe(false);
+    expect(allows(actor('cloud-session', 'owner'), 'accept', 'Invitation', invitation('member', 'me@example.test'))).toBe(false);
+    expect(allows({ ...actor('device', 'owner'), verifiedEmails: ['me@example.test'] }, 'accept', 'Invitation', invitation('member', 'me@example.test'))).toBe(false);
+  });
+
+  it('lets a project member leave a project, and nobody remove another through ProjectMember', () => {
+    const viewer = actor('cloud-session', 'member', { prj_mine: 'viewer' });
+    expect(allows(viewer, 'delete', 'ProjectMember', { organisationId: ORG, projectId: 'prj_mine', personId: 'usr_1' })).toBe(true);
+    expect(allows(viewer, 'delete', 'ProjectMember', { organisationId: ORG, projectId: 'prj_mine', personId: 'usr_2' })).toBe(false);
+    expect(allows(viewer, 'delete', 'ProjectMember', { organisationId: ORG, projectId: 'prj_other', personId: 'usr_1' })).toBe(false);
+    expect(allows(viewer, 'delete', 'ProjectMember', { organisationId: OTHER_ORG, projectId: 'prj_mine', personId: 'usr_1' })).toBe(false);
+    expect(allows(viewer, 'read', 'ProjectMember', { organisationId: ORG, projectId: 'prj_mine', personId: 'usr_2' })).toBe(true);
+    expect(allows(actor('cloud-session', 'admin'), 'read', 'ProjectMember', { organisationId: ORG, projectId: 'prj_other', personId: 'usr_2' })).toBe(true);
   });
 });
 
@@ -244,7 +317,8 @@ describe('ability matrix', () => {
     expect(tableLines[0]).toContain('| Subject | Action | person owner |');
     expect(tableLines).toHaveLength(matrix.rows.length + 1);
     expect(markdown).toContain('| Organisation | update | ✓ | ✓ | ✗ |');
-    expect(markdown).toContain('- ProjectMember: every action (no rules)');
+    expect(markdown).toContain('| Invitation | accept |');
+    expect(markdown).toContain('- Member: create, manage-members, approve, accept');
     expect(markdown).toContain('Nothing of another organisation is allowed to anyone');
   });
 });

@@ -182,3 +182,33 @@ describe('Cloud sign-in configuration', () => {
     expect(refusal({ ...cloud, AUTH_REFRESH_GRACE_SECONDS: '600' })).toMatch(/^AUTH_REFRESH_GRACE_SECONDS: /);
   });
 });
+
+describe('Cloud teams configuration', () => {
+  const cloud = { PLATFORM_DEPLOYMENT: 'cloud', PLATFORM_BASE_URL: 'https://api.platform.example' };
+
+  it('gives new teams the plan teams, invitations seven days and 100 an hour, and links to the public preview by default', () => {
+    expect(loadConfig(cloud).teams).toEqual({ plan: 'teams', invitationTtlSeconds: 604_800, invitationUrl: undefined, invitationsPerHour: 100 });
+    expect(loadConfig({ ...cloud, CLOUD_TEAM_PLAN: 'free', CLOUD_INVITATION_TTL_SECONDS: '3600', CLOUD_INVITATIONS_PER_HOUR: '5' }).teams).toMatchObject({
+      plan: 'free',
+      invitationTtlSeconds: 3600,
+      invitationsPerHour: 5,
+    });
+    expect(refusal({ ...cloud, CLOUD_TEAM_PLAN: 'gold' })).toMatch(/^CLOUD_TEAM_PLAN: must be one of free, teams, enterprise/);
+    expect(refusal({ ...cloud, CLOUD_INVITATION_TTL_SECONDS: '60' })).toMatch(/^CLOUD_INVITATION_TTL_SECONDS: must be between 3600 and 7776000/);
+  });
+
+  it.each([
+    ['https://console.example.com/join#{token}', true],
+    ['https://console.example.com/invitations/{token}?from=mail', true],
+    ['http://127.0.0.1:5173/join/{token}', true],
+    ['http://console.example.com/join/{token}', false],
+    ['https://console.example.com/join', false],
+    ['https://console.example.com/{token}/{token}', false],
+    ['javascript:alert(1)//{token}', false],
+    ['https://user:pw@console.example.com/{token}', false],
+    ['not a url {token}', false],
+  ])('takes CLOUD_INVITATION_URL %s: %s', (value, accepted) => {
+    if (accepted) expect(loadConfig({ ...cloud, CLOUD_INVITATION_URL: value }).teams.invitationUrl).toBe(value);
+    else expect(refusal({ ...cloud, CLOUD_INVITATION_URL: value })).toMatch(/^CLOUD_INVITATION_URL: /);
+  });
+});

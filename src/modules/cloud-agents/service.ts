@@ -192,11 +192,15 @@ export class CloudAgentService {
     return { runId, endedAt: endedAt.toISOString() };
   }
 
-  /** The run a credential reaches, while it may: the run not ended, not expired, its device not revoked. */
+  /**
+   * The run a credential reaches, while it may: the run not ended, not expired, its device not
+   * revoked, and its person still of the organisation (a credential acts for them: it stops the
+   * moment they leave or are removed, where their devices stop with their access tokens).
+   */
   async resolveCredential(credential: string): Promise<CredentialRun | undefined> {
     if (!credential.startsWith(RUN_CREDENTIAL_PREFIX)) return undefined;
     const found = await this.store.findCredential(hashSecret(credential));
-    if (!found || found.deviceRevoked || found.run.endedAt) return undefined;
+    if (!found || found.deviceRevoked || !found.personIsMember || found.run.endedAt) return undefined;
     if (found.run.expiresAt.getTime() <= this.deps.clock.now().getTime()) return undefined;
     const { id, organisationId, deviceId, personId } = found.run;
     return { id, organisationId, deviceId, personId };

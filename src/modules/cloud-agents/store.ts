@@ -5,12 +5,14 @@ import {
   type CloudAgentRunRecord,
 } from './entities.js';
 
-import { storedDate } from '../devices/store.js';
+import { storedDate } from '../../db/dates.js';
 import { sqlTime, type Dialect } from '../ingest/store.js';
 
 export interface CredentialHolder {
   run: Pick<CloudAgentRunRecord, 'id' | 'organisationId' | 'deviceId' | 'personId' | 'expiresAt' | 'endedAt'>;
   deviceRevoked: boolean;
+  /** The run's person still belongs to its organisation (not removed, not gone). */
+  personIsMember: boolean;
 }
 
 /** The only code that queries cloud agent runs and their events. */
@@ -84,13 +86,15 @@ export class CloudAgentStore {
   }
 
   /**
-   * A run credential's run, with whether its device was revoked: every MCP request asks this, so
-   * it is one plain SQL query (the same text on both databases).
+   * A run credential's run, with whether its device was revoked and its person still belongs to
+   * the organisation: every MCP request asks this, so it is one plain SQL query (the same text on
+   * both databases).
    */
   async findCredential(credentialHash: string): Promise<CredentialHolder | null> {
     const rows = (await this.manager.query(
       'SELECT r.id, r.organisation_id AS organisationId, r.device_id AS deviceId, r.person_id AS personId, r.expires_at AS expiresAt, ' +
-        'r.ended_at AS endedAt, d.revoked_at AS deviceRevokedAt FROM cloud_agent_runs r INNER JOIN devices d ON d.id = r.device_id WHERE r.credential_hash = ?',
+        'r.ended_at AS endedAt, d.revoked_at AS deviceRevokedAt, m.person_id AS memberId, m.removed_at AS memberRemovedAt FROM cloud_agent_runs r ' +
+        'INNER JOIN devices d ON d.id = r.device_id LEFT JOIN memberships m ON m.organisation_id = r.organisation_id AND m.person_id = r.person_id WHERE r.credential_hash = ?',
       [credentialHash],
     )) as Record<string, unknown>[];
     const row = rows[0];
@@ -101,10 +105,11 @@ export class CloudAgentStore {
         organisationId: String(row.organisationId),
         deviceId: String(row.deviceId),
         personId: String(row.personId),
-        expiresAt: storedDate(row.expiresAt) as Date,
-        endedAt: storedDate(row.endedAt),
+        expiresAt: storedDate(row.expiresAt),
+        endedAt: row.endedAt === null || row.endedAt === undefined ? null : storedDate(row.endedAt),
       },
       deviceRevoked: row.deviceRevokedAt !== null && row.deviceRevokedAt !== undefined,
+      personIsMember: row.memberId !== null && row.memberId !== undefined && (row.memberRemovedAt === null || row.memberRemovedAt === undefined),
     };
   }
 }

@@ -1,7 +1,8 @@
 import { authorize, defineAbilityFor, type Action } from '../../../policies/index.js';
 import { actorOf, audit } from '../../audit.js';
 import type { Principal } from '../../auth/principal.js';
-import { invalidRequest, notFound } from '../../http/errors.js';
+import { notFound } from '../../http/errors.js';
+import { decodeCursor, encodeCursor, nextCursorSchema } from '../../http/pagination.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { named, timestampSchema } from '../../http/schema.js';
 import type { OrganisationRecord } from '../organisation/entities.js';
@@ -14,7 +15,7 @@ import {
   type JoinKeyService,
   type JoinKeyView,
 } from './join-keys.js';
-import { pageOf, type DeviceStore, type PageAfter, type Person } from './store.js';
+import { pageOf, type DeviceStore, type Person } from './store.js';
 import type { DeviceTokenService } from './tokens.js';
 
 /**
@@ -34,28 +35,6 @@ const pageQuerySchema = {
     cursor: { type: 'string', minLength: 1, maxLength: 200, description: 'The `nextCursor` of the previous page.' },
   },
   additionalProperties: false,
-} as const;
-
-/** Opaque to clients: where the previous page ended in the newest-first order. */
-function encodeCursor(after: PageAfter): string {
-  return Buffer.from(JSON.stringify([after.createdAt.toISOString(), after.id]), 'utf8').toString('base64url');
-}
-
-function decodeCursor(cursor: string | undefined): PageAfter | undefined {
-  if (cursor === undefined) return undefined;
-  try {
-    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    const createdAt = new Date(typeof at === 'string' ? at : Number.NaN);
-    if (typeof id === 'string' && id.length <= 40 && !Number.isNaN(createdAt.getTime())) return { createdAt, id };
-  } catch {
-    // Falls through to the refusal below.
-  }
-  throw invalidRequest('query.cursor is not a cursor this list gave out', { field: 'query.cursor' });
-}
-
-const nextCursorSchema = {
-  type: ['string', 'null'],
-  description: 'Pass as `cursor` for the next page; null on the last page.',
 } as const;
 
 // Authorization --------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ export function pageOf<T extends PageAfter>(rows: T[], limit: number): Page<T> {
 }
 
 /** A datetime as a raw query returns it: a Date from MySQL, UTC text from SQLite. */
-export function storedDate(value: unknown): Date | null {
+function storedDate(value: unknown): Date | null {
   if (value === null || value === undefined) return null;
   if (value instanceof Date) return value;
   return new Date(`${String(value).replace(' ', 'T')}Z`);

@@ -129,6 +129,8 @@ const IngestEventSchema = (dialect: Dialect) => new EntitySchema<IngestEventReco
   indices: [
     { name: 'ingest_events_stream_seq', columns: ['deviceId', 'workspaceId', 'seq'], unique: true },
     { name: 'ingest_events_organisation_row', columns: ['organisationId', 'rowId'] },
+    // A project's items are found (and deleted with it) without reading the whole table.
+    { name: 'ingest_events_project', columns: ['projectId'] },
   ],
   foreignKeys: cascade('ingest_events'),
 });
@@ -152,6 +154,8 @@ const IngestUsageSchema = (dialect: Dialect) => new EntitySchema<IngestUsageReco
   indices: [
     { name: 'ingest_usage_item', columns: ['deviceId', 'itemId'], unique: true },
     { name: 'ingest_usage_organisation_at', columns: ['organisationId', 'at'] },
+    // A project's items are found (and deleted with it) without reading the whole table.
+    { name: 'ingest_usage_project', columns: ['projectId'] },
   ],
   foreignKeys: cascade('ingest_usage'),
 });
@@ -174,6 +178,8 @@ const IngestAuditSchema = (dialect: Dialect) => new EntitySchema<IngestAuditReco
   indices: [
     { name: 'ingest_audit_item', columns: ['deviceId', 'itemId'], unique: true },
     { name: 'ingest_audit_organisation_row', columns: ['organisationId', 'rowId'] },
+    // A project's items are found (and deleted with it) without reading the whole table.
+    { name: 'ingest_audit_project', columns: ['projectId'] },
   ],
   foreignKeys: cascade('ingest_audit'),
 });
@@ -195,6 +201,8 @@ const IngestTaskSchema = (dialect: Dialect) => new EntitySchema<IngestTaskRecord
   indices: [
     { name: 'ingest_tasks_item', columns: ['deviceId', 'taskId'], unique: true },
     { name: 'ingest_tasks_organisation_row', columns: ['organisationId', 'rowId'] },
+    // A project's items are found (and deleted with it) without reading the whole table.
+    { name: 'ingest_tasks_project', columns: ['projectId'] },
   ],
   foreignKeys: cascade('ingest_tasks'),
 });

@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import { QueryFailedError } from 'typeorm';
 import type { FromSchema } from 'json-schema-to-ts';
 import type { MemoryReadRule } from '../../../policies/memory-reads.js';
+import { notFound } from '../../http/errors.js';
 import type { Clock } from '../../util/clock.js';
 import { redact, redactAuditItem, redactText } from './redaction.js';
 import type { ingestAnswerSchema, ingestEnvelopeSchema } from './schemas.js';
@@ -101,6 +102,7 @@ export class IngestService {
           const store = new IngestStore(manager, dialect);
           const now = this.clock.now();
           const t = (value: string | Date) => sqlTime(dialect, typeof value === 'string' ? instant(value) : value);
+          if (!(await store.holdProject(device.organisationId, envelope.projectId))) throw notFound('no such project');
           const held = await store.lockStream(stream, now);
           const receivedAt = t(now);
           const base = [device.organisationId, envelope.projectId, device.deviceId, envelope.workspaceId];

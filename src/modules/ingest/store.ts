@@ -61,6 +61,21 @@ export class IngestStore {
     return inserted;
   }
 
+  /**
+   * Whether the project is the organisation's, holding a shared lock on its row until the upload
+   * commits: a project deletion (which locks the row exclusively, then deletes the project's
+   * items) waits for the upload, or the upload finds the project gone. Taken before anything is
+   * written, in the same order as the deletion takes it.
+   */
+  async holdProject(organisationId: string, projectId: string): Promise<boolean> {
+    const lock = this.dialect === 'mysql' ? ' LOCK IN SHARE MODE' : '';
+    const rows = (await this.runner.query(
+      `SELECT ${this.q('id')} FROM ${this.q('projects')} WHERE ${this.q('id')} = ? AND ${this.q('organisation_id')} = ?${lock}`,
+      [projectId, organisationId],
+    )) as unknown[];
+    return rows.length === 1;
+  }
+
   /** Opens the stream (once) and locks its row, so uploads of one stream run one after another. */
   async lockStream(stream: StreamKey, now: Date): Promise<StreamCursors> {
     const columns = ['device_id', 'workspace_id', 'organisation_id', 'events_cursor', 'usage_cursor', 'audit_cursor', 'updated_at'];

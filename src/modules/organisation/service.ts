@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { ORGANISATION_ROLES, type OrganisationRole } from '../../auth/principal.js';
-import { isUniqueViolation } from '../../db/errors.js';
+import { isUniqueViolation, withRetries } from '../../db/errors.js';
 import { conflict, invalidRequest, notFound } from '../../http/errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
@@ -67,6 +67,22 @@ export function roleFromClaim(value: unknown): OrganisationRole | undefined {
   const values = Array.isArray(value) ? value : [value];
   for (const role of ORGANISATION_ROLES) if (values.includes(role)) return role;
   return undefined;
+}
+
+/** A new Cloud organisation (a person's own, or a team): no host names, no identity provider of its own. */
+export function cloudOrganisation(name: string, kind: 'personal' | 'team', plan: OrganisationPlan, now: Date): OrganisationRecord {
+  return {
+    id: newId('org'),
+    name,
+    kind,
+    plan,
+    oidcIssuer: null,
+    oidcClientId: null,
+    oidcApiScope: null,
+    oidcAudience: null,
+    oidcRoleClaim: null,
+    createdAt: now,
+  };
 }
 
 export class OrganisationService {
@@ -253,18 +269,7 @@ export class OrganisationService {
     const now = this.clock.now();
     const name = input.name.trim().slice(0, 100) || 'New person';
     const person: PersonRecord = { id: newId('usr'), name, email: input.email, createdAt: now };
-    const organisation: OrganisationRecord = {
-      id: newId('org'),
-      name,
-      kind: 'personal',
-      plan: 'free',
-      oidcIssuer: null,
-      oidcClientId: null,
-      oidcApiScope: null,
-      oidcAudience: null,
-      oidcRoleClaim: null,
-      createdAt: now,
-    };
+    const organisation = cloudOrganisation(name, 'personal', 'free', now);
     await store.insertPerson(person);
     await store.insert(organisation, []);
     await store.insertMembership({ organisationId: organisation.id, personId: person.id, role: 'owner', createdAt: now, removedAt: null });
@@ -293,35 +298,47 @@ export class OrganisationService {
    * Deletes a Cloud person (spec 4.4): refused with 409 `sole_owner`, listing them, while the
    * person is the only owner of teams that have other people. Otherwise every organisation only
    * they belong to goes with all its contents, they leave every other one, join keys they created
-   * stop, and the person goes with every sign-in method, session, device and membership (the
-   * foreign keys cascade). Answers the ids of the organisations deleted.
+   * stop, and the person goes with every sign-in method, session, device, membership and
+   * invitation they sent (the foreign keys cascade). Answers the ids of the organisations deleted.
+   *
+   * The person's organisations are locked (in id order, as every change of a team's memberships
+   * locks its team first: teams/service.ts) before anything is decided, and their members are
+   * read with locking reads: a concurrent demotion, removal or departure in one of them either
+   * ran before and is seen, or waits and then finds the person gone. So "a team keeps an owner"
+   * holds here too.
    */
   async deleteCloudPerson(personId: string): Promise<string[]> {
-    return this.dataSource.transaction(async (manager) => {
-      const store = this.store.withManager(manager);
-      const memberships = await store.membershipsOf(personId);
-      const soleOwnerOf: string[] = [];
-      const alone: string[] = [];
-      for (const { organisation, role } of memberships) {
-        const others = (await store.activeMembers(organisation.id)).filter((member) => member.personId !== personId);
-        if (others.length === 0) alone.push(organisation.id);
-        else if (role === 'owner' && !others.some((member) => member.role === 'owner')) soleOwnerOf.push(organisation.id);
-      }
-      if (soleOwnerOf.length) {
-        throw conflict('sole_owner', 'you are the only owner of teams that have other people: make someone else an owner, or remove them, first', {
-          organisations: soleOwnerOf,
-        });
-      }
-      const now = this.clock.now();
-      for (const id of alone) await store.deleteOrganisation(id);
-      await manager
-        .createQueryBuilder()
-        .update('JoinKey')
-        .set({ revokedAt: now })
-        .where('created_by = :personId AND revoked_at IS NULL', { personId })
-        .execute();
-      await store.deletePerson(personId);
-      return alone;
-    });
+    return withRetries(3, () =>
+      this.dataSource.transaction(async (manager) => {
+        const store = this.store.withManager(manager);
+        const listed = (await store.membershipsOf(personId)).map(({ organisation }) => organisation.id);
+        const locked = new Set((await store.lockOrganisations(listed)).map((organisation) => organisation.id));
+        const soleOwnerOf: string[] = [];
+        const alone: string[] = [];
+        for (const organisationId of listed.filter((id) => locked.has(id))) {
+          const members = await store.activeMembers(organisationId, { lock: true });
+          const own = members.find((member) => member.personId === personId);
+          if (!own) continue;
+          const others = members.filter((member) => member.personId !== personId);
+          if (others.length === 0) alone.push(organisationId);
+          else if (own.role === 'owner' && !others.some((member) => member.role === 'owner')) soleOwnerOf.push(organisationId);
+        }
+        if (soleOwnerOf.length) {
+          throw conflict('sole_owner', 'you are the only owner of teams that have other people: make someone else an owner, or remove them, first', {
+            organisations: soleOwnerOf,
+          });
+        }
+        const now = this.clock.now();
+        for (const id of alone) await store.deleteOrganisation(id);
+        await manager
+          .createQueryBuilder()
+          .update('JoinKey')
+          .set({ revokedAt: now })
+          .where('created_by = :personId AND revoked_at IS NULL', { personId })
+          .execute();
+        await store.deletePerson(personId);
+        return alone;
+      }),
+    );
   }
 }

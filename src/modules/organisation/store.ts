@@ -1,4 +1,5 @@
 import { IsNull, type DataSource, type EntityManager } from 'typeorm';
+import { storedDate } from '../../db/dates.js';
 import type { OrganisationRole } from '../../auth/principal.js';
 import {
   MembershipEntity,
@@ -11,6 +12,15 @@ import {
   type PersonRecord,
 } from './entities.js';
 
+/** A member of an organisation as people see them (spec 2.7). */
+export interface MemberView {
+  personId: string;
+  name: string;
+  email: string | null;
+  role: OrganisationRole;
+  joinedAt: Date;
+}
+
 /** The only code that queries organisations, host names, people, identities and memberships. */
 export class OrganisationStore {
   constructor(private readonly db: DataSource | EntityManager) {}
@@ -21,6 +31,29 @@ export class OrganisationStore {
 
   withManager(manager: EntityManager): OrganisationStore {
     return new OrganisationStore(manager);
+  }
+
+  /** Row locks for read-then-write sequences; SQLite runs one transaction at a time and needs none. */
+  private get locks(): boolean {
+    return this.manager.connection.options.type !== 'better-sqlite3';
+  }
+
+  /**
+   * Locks organisations' rows until the transaction ends (those that exist; answered). Every
+   * change of an organisation's memberships that a rule about its other members depends on (a
+   * team keeps an owner) takes this lock first, so such changes take turns; several are locked in
+   * one statement, in id order, so two transactions never wait for each other's. Reads of
+   * memberships after it must be locking reads too (`lock: true`): under MySQL's repeatable read
+   * a plain read could answer from a snapshot older than the lock.
+   */
+  async lockOrganisations(ids: readonly string[]): Promise<OrganisationRecord[]> {
+    if (!ids.length) return [];
+    const query = this.manager
+      .createQueryBuilder(OrganisationEntity, 'organisation')
+      .where('organisation.id IN (:...ids)', { ids: [...new Set(ids)].sort() })
+      .orderBy('organisation.id', 'ASC');
+    if (this.locks) query.setLock('pessimistic_write');
+    return query.getMany();
   }
 
   async findById(id: string): Promise<OrganisationRecord | null> {
@@ -115,8 +148,13 @@ export class OrganisationStore {
     return this.manager.findOneBy(PersonEntity, { id });
   }
 
-  async findMembership(organisationId: string, personId: string): Promise<MembershipRecord | null> {
-    return this.manager.findOneBy(MembershipEntity, { organisationId, personId });
+  async findMembership(organisationId: string, personId: string, options: { lock?: boolean } = {}): Promise<MembershipRecord | null> {
+    if (!options.lock || !this.locks) return this.manager.findOneBy(MembershipEntity, { organisationId, personId });
+    return this.manager
+      .createQueryBuilder(MembershipEntity, 'membership')
+      .where('membership.organisationId = :organisationId AND membership.personId = :personId', { organisationId, personId })
+      .setLock('pessimistic_write')
+      .getOne();
   }
 
   async insertMembership(membership: MembershipRecord): Promise<void> {
@@ -127,6 +165,11 @@ export class OrganisationStore {
     await this.manager.update(MembershipEntity, { organisationId, personId }, { role });
   }
 
+  /** A person removed earlier joins again (an invitation they accepted): a member from now. */
+  async rejoin(organisationId: string, personId: string, role: OrganisationRole, at: Date): Promise<void> {
+    await this.manager.update(MembershipEntity, { organisationId, personId }, { role, removedAt: null, createdAt: at });
+  }
+
   /** An administrator's word: the person is a member again, with this role. */
   async readmit(organisationId: string, personId: string, role: OrganisationRole): Promise<void> {
     await this.manager.update(MembershipEntity, { organisationId, personId }, { role, removedAt: null });
@@ -135,7 +178,8 @@ export class OrganisationStore {
   /**
    * Removes a person from an organisation: the membership is kept as a tombstone (so signing in
    * again does not re-admit them), and every device they approved and every join key they created
-   * in the organisation stops working at once.
+   * in the organisation stops working at once, as do the open invitations they sent; they leave
+   * the organisation's projects.
    */
   async removeMember(organisationId: string, personId: string, at: Date): Promise<boolean> {
     const result = await this.manager
@@ -164,6 +208,18 @@ export class OrganisationStore {
       .update('JoinKey')
       .set({ revokedAt: at })
       .where('organisation_id = :organisationId AND created_by = :personId AND revoked_at IS NULL', { organisationId, personId })
+      .execute();
+    await this.manager
+      .createQueryBuilder()
+      .update('Invitation')
+      .set({ withdrawnAt: at, openEmail: null })
+      .where('organisation_id = :organisationId AND invited_by = :personId AND open_email IS NOT NULL', { organisationId, personId })
+      .execute();
+    await this.manager
+      .createQueryBuilder()
+      .delete()
+      .from('ProjectMember')
+      .where('person_id = :personId AND project_id IN (SELECT id FROM projects WHERE organisation_id = :organisationId)', { organisationId, personId })
       .execute();
     return (result.affected ?? 0) === 1;
   }
@@ -197,9 +253,34 @@ export class OrganisationStore {
       });
   }
 
-  /** Members of an organisation who have not been removed, with their roles. */
-  async activeMembers(organisationId: string): Promise<MembershipRecord[]> {
-    return this.manager.find(MembershipEntity, { where: { organisationId, removedAt: IsNull() } });
+  /** Members of an organisation who have not been removed, with their roles; `lock`: see lockOrganisations. */
+  async activeMembers(organisationId: string, options: { lock?: boolean } = {}): Promise<MembershipRecord[]> {
+    if (!options.lock || !this.locks) return this.manager.find(MembershipEntity, { where: { organisationId, removedAt: IsNull() } });
+    return this.manager
+      .createQueryBuilder(MembershipEntity, 'membership')
+      .where('membership.organisationId = :organisationId AND membership.removedAt IS NULL', { organisationId })
+      .setLock('pessimistic_write')
+      .getMany();
+  }
+
+  /** A page of an organisation's members with their names, in the order they joined. */
+  async membersPage(organisationId: string, limit: number, after: { createdAt: Date; id: string } | undefined): Promise<MemberView[]> {
+    const query = this.manager
+      .createQueryBuilder(MembershipEntity, 'membership')
+      .innerJoin(PersonEntity.options.name, 'person', 'person.id = membership.personId')
+      .select(['membership.personId AS personId', 'membership.role AS role', 'membership.createdAt AS joinedAt', 'person.name AS name', 'person.email AS email'])
+      .where('membership.organisationId = :organisationId AND membership.removedAt IS NULL', { organisationId })
+      .orderBy('membership.createdAt', 'ASC')
+      .addOrderBy('membership.personId', 'ASC')
+      .limit(limit + 1);
+    if (after) {
+      query.andWhere('(membership.createdAt > :afterAt OR (membership.createdAt = :afterAt AND membership.personId > :afterId))', {
+        afterAt: after.createdAt,
+        afterId: after.id,
+      });
+    }
+    const rows = await query.getRawMany<{ personId: string; role: OrganisationRole; joinedAt: unknown; name: string; email: string | null }>();
+    return rows.map((row) => ({ ...row, joinedAt: storedDate(row.joinedAt) }));
   }
 
   async deleteOrganisation(id: string): Promise<void> {

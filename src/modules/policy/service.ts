@@ -4,7 +4,7 @@ import type { DataSource } from 'typeorm';
 import { DEFAULT_POLICY } from '../../../policies/default-policy.js';
 import { memoryReadRuleFor, type MemoryReadRule } from '../../../policies/memory-reads.js';
 import { audit, type AuditActor } from '../../audit.js';
-import { isUniqueViolation } from '../../db/errors.js';
+import { isForeignKeyViolation, isUniqueViolation } from '../../db/errors.js';
 import { ApiError, conflict, invalidRequest, notFound } from '../../http/errors.js';
 import { withinJsonBounds, type JsonLimits } from '../../http/json-bounds.js';
 import { compile, describeError } from '../../http/schema.js';
@@ -428,6 +428,8 @@ export class PolicyService {
         }
         return { ...answer, changed: stored.changed, number: stored.number };
       } catch (error) {
+        // The project was deleted between the check and the insert.
+        if (projectId !== null && isForeignKeyViolation(error)) throw notFound('no such project');
         // Two publishes in one organisation took the same number: the loser tries again.
         if (!isUniqueViolation(error)) throw error;
         if (attempt >= PUBLISH_ATTEMPTS) throw conflict('conflict', 'the policy was being published by someone else at the same moment; try again');

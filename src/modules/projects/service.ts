@@ -1,13 +1,21 @@
 import type { DataSource } from 'typeorm';
 import type { ProjectRole } from '../../auth/principal.js';
-import { isUniqueViolation } from '../../db/errors.js';
+import { isForeignKeyViolation, isUniqueViolation, withRetries } from '../../db/errors.js';
 import { conflict, invalidRequest, notFound } from '../../http/errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import type { ProjectRecord } from './entities.js';
-import { ProjectStore, type OrganisationMemberView, type ProjectMemberView } from './store.js';
+import { decodeCursor, pageOf, type Page } from '../../http/pagination.js';
+import { ProjectStore, type OrganisationMemberView, type ProjectContents, type ProjectMemberEntry, type ProjectMemberView, type ProjectWithRole } from './store.js';
 
-export type { OrganisationMemberView, ProjectMemberView } from './store.js';
+export type { OrganisationMemberView, ProjectContents, ProjectMemberEntry, ProjectMemberView, ProjectWithRole } from './store.js';
+
+/** 409 `project_not_empty`: deleting a project that holds pictures or ingested items needs `force`. */
+export const projectNotEmpty = (contents: ProjectContents) =>
+  conflict(
+    'project_not_empty',
+    `the project holds ${contents.pictures} picture(s)${contents.ingest ? ' and ingested workbench data' : ''}; delete it with force=true to delete them with it`,
+  );
 
 export interface ProjectWithMembers extends ProjectRecord {
   members: ProjectMemberView[];
@@ -81,24 +89,31 @@ export class ProjectService {
   ): Promise<{ person: OrganisationMemberView; previous: ProjectRole | undefined }> {
     await this.get(organisationId, projectId);
     const person = await this.findOrganisationMember(organisationId, who);
-    try {
-      const previous = await this.dataSource.transaction(async (manager) => {
-        const store = this.store.withManager(manager);
-        const existing = await store.findMember(projectId, person.id);
-        if (!existing) {
-          await store.insertMember({ projectId, personId: person.id, role, createdAt: this.clock.now() });
-          return undefined;
-        }
-        if (existing.role === role) return role;
-        if (existing.role === 'owner') await this.keepAnotherOwner(store, projectId, person.id);
-        await store.setMemberRole(projectId, person.id, role);
-        return existing.role;
-      });
-      return { person, previous };
-    } catch (error) {
-      // Someone added the same person a moment earlier; their write stands, the caller retries.
-      if (isUniqueViolation(error)) throw conflict('conflict', 'the project membership changed meanwhile; try again');
-      throw error;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const previous = await withRetries(3, () =>
+          this.dataSource.transaction(async (manager) => {
+            const store = this.store.withManager(manager);
+            const existing = await store.findMember(projectId, person.id);
+            if (!existing) {
+              await store.insertMember({ projectId, personId: person.id, role, createdAt: this.clock.now() });
+              return undefined;
+            }
+            if (existing.role === role) return role;
+            if (existing.role === 'owner') await this.keepAnotherOwner(store, projectId, person.id);
+            await store.setMemberRole(projectId, person.id, role);
+            return existing.role;
+          }),
+        );
+        return { person, previous };
+      } catch (error) {
+        // Someone added the same person a moment earlier: set the role over theirs, as a PUT
+        // after theirs would.
+        if (attempt < 2 && isUniqueViolation(error)) continue;
+        // The project was deleted meanwhile.
+        if (isForeignKeyViolation(error)) throw notFound('no such project');
+        throw error;
+      }
     }
   }
 
@@ -111,6 +126,58 @@ export class ProjectService {
       if (existing.role === 'owner') await this.keepAnotherOwner(store, projectId, personId);
       await store.deleteMember(projectId, personId);
     });
+  }
+
+  // The projects API ----------------------------------------------------------------------------
+
+  /** A page of the organisation's projects with the person's role in each; `onlyTheirs`: those they belong to. */
+  async page(organisationId: string, personId: string, query: { onlyTheirs: boolean; limit: number; cursor?: string | undefined }): Promise<Page<ProjectWithRole>> {
+    const after = decodeCursor(query.cursor);
+    const rows = await this.store.page(organisationId, personId, { onlyTheirs: query.onlyTheirs, limit: query.limit, after });
+    return pageOf(rows, query.limit, (row) => ({ createdAt: row.createdAt, id: row.id }));
+  }
+
+  async rename(organisationId: string, projectId: string, name: string): Promise<ProjectRecord> {
+    const trimmed = name.trim();
+    if (trimmed.length < 1 || trimmed.length > 200) throw invalidRequest('name must be 1 to 200 characters', { field: 'body.name' });
+    const project = await this.get(organisationId, projectId);
+    await this.store.rename(projectId, trimmed);
+    return { ...project, name: trimmed };
+  }
+
+  /**
+   * Deletes a project. One that holds pictures or ingested items is refused (409
+   * `project_not_empty`) unless `force`; then they go with it, and so do its policy publishes
+   * and members: no row of another table names it afterwards. The project's row is locked
+   * first, so an upload or a picture save for it either finishes before (and is deleted with it)
+   * or finds it gone (404).
+   */
+  async delete(organisationId: string, projectId: string, options: { force: boolean }): Promise<ProjectContents> {
+    return withRetries(3, () =>
+      this.dataSource.transaction(async (manager) => {
+        const store = this.store.withManager(manager);
+        if (!(await store.lockInOrganisation(organisationId, projectId))) throw notFound('no such project');
+        const contents = await store.contentsOf(projectId);
+        if (!options.force && (contents.pictures > 0 || contents.ingest)) throw projectNotEmpty(contents);
+        await store.delete(projectId);
+        return contents;
+      }),
+    );
+  }
+
+  async memberPage(organisationId: string, projectId: string, query: { limit: number; cursor?: string | undefined }): Promise<Page<ProjectMemberEntry>> {
+    const after = decodeCursor(query.cursor);
+    await this.get(organisationId, projectId);
+    const rows = await this.store.membersPage(projectId, query.limit, after);
+    return pageOf(rows, query.limit, (row) => ({ createdAt: row.addedAt, id: row.personId }));
+  }
+
+  /** Gives a member of the organisation (by person id) a role in the project; 404 for anyone else. */
+  async setRoleById(organisationId: string, projectId: string, personId: string, role: ProjectRole): Promise<{ member: ProjectMemberEntry; previous: ProjectRole | undefined }> {
+    if (!PERSON_ID.test(personId)) throw notFound(`${personId} is not a member of the organisation`);
+    const { person, previous } = await this.setMemberRole(organisationId, projectId, personId, role);
+    const record = await this.store.findMember(projectId, person.id);
+    return { member: { personId: person.id, name: person.name, email: person.email, role, addedAt: record?.createdAt ?? this.clock.now() }, previous };
   }
 
   /** The person's role in each project of the organisation: what their ability is built from. */

@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
+import { storedDate } from '../../db/dates.js';
 import type { OrganisationRole, ProjectRole } from '../../auth/principal.js';
 import { MembershipEntity, OrganisationEntity, PersonEntity } from '../organisation/entities.js';
 import { ProjectEntity, ProjectMemberEntity, type ProjectMemberRecord, type ProjectRecord } from './entities.js';
@@ -10,6 +11,25 @@ export interface ProjectMemberView {
   email: string | null;
   role: ProjectRole;
 }
+
+/** A project member as the projects API lists them. */
+export interface ProjectMemberEntry extends ProjectMemberView {
+  addedAt: Date;
+}
+
+/** A project with the role a person holds in it (none: null). */
+export interface ProjectWithRole extends ProjectRecord {
+  role: ProjectRole | null;
+}
+
+/** What a project holds besides its members and policy: deleting it takes these with it. */
+export interface ProjectContents {
+  pictures: number;
+  /** Whether any ingested item (event, usage, audit record, task) names the project. */
+  ingest: boolean;
+}
+
+const INGEST_TABLES = ['ingest_events', 'ingest_usage', 'ingest_audit', 'ingest_tasks'] as const;
 
 /** A person who belongs to an organisation, with their organisation role. */
 export interface OrganisationMemberView {
@@ -54,6 +74,84 @@ export class ProjectStore {
       query.innerJoin(ProjectMemberEntity.options.name, 'member', 'member.projectId = project.id AND member.personId = :memberId', { memberId });
     }
     return query.getMany();
+  }
+
+  /**
+   * A page of the organisation's projects (oldest first) with `personId`'s role in each; with
+   * `onlyTheirs`, only the projects that person belongs to.
+   */
+  async page(
+    organisationId: string,
+    personId: string,
+    options: { onlyTheirs: boolean; limit: number; after: { createdAt: Date; id: string } | undefined },
+  ): Promise<ProjectWithRole[]> {
+    const query = this.manager.createQueryBuilder(ProjectEntity, 'project');
+    const join = 'member.projectId = project.id AND member.personId = :personId';
+    if (options.onlyTheirs) query.innerJoin(ProjectMemberEntity.options.name, 'member', join, { personId });
+    else query.leftJoin(ProjectMemberEntity.options.name, 'member', join, { personId });
+    query
+      .select(['project.id AS id', 'project.organisationId AS organisationId', 'project.name AS name', 'project.createdAt AS createdAt', 'member.role AS role'])
+      .where('project.organisationId = :organisationId', { organisationId })
+      .orderBy('project.createdAt', 'ASC')
+      .addOrderBy('project.id', 'ASC')
+      .limit(options.limit + 1);
+    if (options.after) {
+      query.andWhere('(project.createdAt > :afterAt OR (project.createdAt = :afterAt AND project.id > :afterId))', { afterAt: options.after.createdAt, afterId: options.after.id });
+    }
+    const rows = await query.getRawMany<{ id: string; organisationId: string; name: string; createdAt: unknown; role: ProjectRole | null }>();
+    return rows.map((row) => ({ ...row, createdAt: storedDate(row.createdAt), role: row.role ?? null }));
+  }
+
+  async rename(projectId: string, name: string): Promise<void> {
+    await this.manager.update(ProjectEntity, { id: projectId }, { name });
+  }
+
+  /**
+   * The project, locked until the transaction ends: ingest uploads and picture saves for it take
+   * the same lock (shared or exclusive), so a deletion never leaves one of their rows behind.
+   */
+  async lockInOrganisation(organisationId: string, projectId: string): Promise<ProjectRecord | null> {
+    const query = this.manager.createQueryBuilder(ProjectEntity, 'project').where('project.id = :projectId AND project.organisationId = :organisationId', { projectId, organisationId });
+    if (this.manager.connection.options.type !== 'better-sqlite3') query.setLock('pessimistic_write');
+    return query.getOne();
+  }
+
+  async contentsOf(projectId: string): Promise<ProjectContents> {
+    const pictures = await this.manager.createQueryBuilder().select('COUNT(*)', 'count').from('Picture', 'picture').where('picture.projectId = :projectId', { projectId }).getRawOne<{ count: string | number }>();
+    let ingest = false;
+    for (const table of INGEST_TABLES) {
+      const rows = (await this.manager.query(`SELECT 1 AS found FROM ${table} WHERE project_id = ? LIMIT 1`, [projectId])) as unknown[];
+      if (rows.length) {
+        ingest = true;
+        break;
+      }
+    }
+    return { pictures: Number(pictures?.count ?? 0), ingest };
+  }
+
+  /**
+   * Deletes the project and everything that names it: its ingested items here (they have no
+   * foreign key: ingest writes must not wait on one), its pictures, policy publishes and members
+   * by their foreign keys (ON DELETE CASCADE).
+   */
+  async delete(projectId: string): Promise<void> {
+    for (const table of INGEST_TABLES) await this.manager.query(`DELETE FROM ${table} WHERE project_id = ?`, [projectId]);
+    await this.manager.delete(ProjectEntity, { id: projectId });
+  }
+
+  /** A page of the project's members, in the order they were added. */
+  async membersPage(projectId: string, limit: number, after: { createdAt: Date; id: string } | undefined): Promise<ProjectMemberEntry[]> {
+    const query = this.manager
+      .createQueryBuilder(ProjectMemberEntity, 'member')
+      .innerJoin(PersonEntity.options.name, 'person', 'person.id = member.personId')
+      .select(['member.personId AS personId', 'member.role AS role', 'member.createdAt AS addedAt', 'person.name AS name', 'person.email AS email'])
+      .where('member.projectId = :projectId', { projectId })
+      .orderBy('member.createdAt', 'ASC')
+      .addOrderBy('member.personId', 'ASC')
+      .limit(limit + 1);
+    if (after) query.andWhere('(member.createdAt > :afterAt OR (member.createdAt = :afterAt AND member.personId > :afterId))', { afterAt: after.createdAt, afterId: after.id });
+    const rows = await query.getRawMany<{ personId: string; role: ProjectRole; addedAt: unknown; name: string; email: string | null }>();
+    return rows.map((row) => ({ ...row, addedAt: storedDate(row.addedAt) }));
   }
 
   async membersOf(projectIds: readonly string[]): Promise<Map<string, ProjectMemberView[]>> {

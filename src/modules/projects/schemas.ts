@@ -1,0 +1,57 @@
+import { named, timestampSchema } from '../../http/schema.js';
+import { nextCursorSchema } from '../../http/pagination.js';
+
+/** The projects API (extension): request and answer schemas. */
+
+export const PROJECT_ROLE_VALUES = ['owner', 'contributor', 'viewer'] as const;
+
+export const projectRoleSchema = {
+  type: 'string',
+  enum: [...PROJECT_ROLE_VALUES],
+  description: '`owner` (manages the project and its members), `contributor` (saves and deletes pictures) or `viewer` (reads).',
+} as const;
+
+export const projectNameSchema = { type: 'string', minLength: 1, maxLength: 200, description: '1 to 200 characters once trimmed.' } as const;
+
+export const projectSchema = named('Project', {
+  type: 'object',
+  description: 'Extension: a project of the organisation. Its `id` is what the pictures, policy, ingest and cloud-agent operations take.',
+  required: ['id', 'name', 'createdAt', 'role'],
+  properties: {
+    id: { type: 'string', description: 'Project id (`prj_…`).' },
+    name: { type: 'string', description: 'The project\'s name.' },
+    createdAt: { ...timestampSchema, description: 'When the project was created.' },
+    role: { type: ['string', 'null'], enum: [...PROJECT_ROLE_VALUES, null], description: "The caller's role in the project; null when they are not a member (organisation owners and admins see every project)." },
+  },
+  additionalProperties: false,
+} as const);
+
+export const projectMemberSchema = named('ProjectMember', {
+  type: 'object',
+  description: 'Extension: a member of a project (always a member of its organisation).',
+  required: ['userId', 'name', 'email', 'role', 'addedAt'],
+  properties: {
+    userId: { type: 'string', description: 'Person id (`usr_…`).' },
+    name: { type: 'string', description: "The person's name." },
+    email: { type: ['string', 'null'], description: "The person's address (null when none is known)." },
+    role: projectRoleSchema,
+    addedAt: { ...timestampSchema, description: 'When the person was added to the project.' },
+  },
+  additionalProperties: false,
+} as const);
+
+export const projectListSchema = {
+  type: 'object',
+  description: 'Projects, oldest first.',
+  required: ['projects', 'nextCursor'],
+  properties: { projects: { type: 'array', items: projectSchema, description: 'A page of projects.' }, nextCursor: nextCursorSchema },
+  additionalProperties: false,
+} as const;
+
+export const projectMemberListSchema = {
+  type: 'object',
+  description: 'Members of the project, in the order they were added.',
+  required: ['members', 'nextCursor'],
+  properties: { members: { type: 'array', items: projectMemberSchema, description: 'A page of members.' }, nextCursor: nextCursorSchema },
+  additionalProperties: false,
+} as const;
