@@ -112,13 +112,15 @@ export class RedisRelayRouting implements RelayRouting {
     this.subscriber.on('message', (_channel: string, text: string) => this.receive(text));
     this.subscriber.connect().catch(() => undefined);
     // Queued until Redis answers: a replica started while Redis is away subscribes when it comes
-    // back. Start-up does not wait for it: readiness says `relay: not subscribed` until then.
-    this.subscriber.subscribe(this.channel(this.replicaId)).then(
+    // back, and readiness says `relay: not subscribed` until then. Start-up waits for it only
+    // while Redis answers (a moment), never for Redis to come back.
+    const subscribed = this.subscriber.subscribe(this.channel(this.replicaId)).then(
       () => {
         this.subscribed = true;
       },
       (error: unknown) => this.options.logger.warn({ reason: reasonOf(error) }, 'relay subscriber: could not subscribe yet'),
     );
+    if (this.commands.status === 'ready') await Promise.race([subscribed, new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
   }
 
   async stop(): Promise<void> {
