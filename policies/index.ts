@@ -10,12 +10,13 @@ import { teamRules } from './team.js';
 import { memberRules } from './member.js';
 import { invitationRules } from './invitation.js';
 import { projectMemberRules } from './project-member.js';
+import { cloudAgentRules } from './cloud-agent.js';
 import type { Action, Actor, AppAbility } from './subjects.js';
 
 export type { Action, Actor, AppAbility } from './subjects.js';
 
 /** Every subject's rules, in one list; a new subject adds its file here. */
-const RULES = [organisationRules, teamRules, memberRules, invitationRules, projectRules, projectMemberRules, deviceRules, policyRules, activityRules, pictureRules];
+const RULES = [organisationRules, teamRules, memberRules, invitationRules, projectRules, projectMemberRules, deviceRules, policyRules, activityRules, pictureRules, cloudAgentRules];
 
 const abilities = new Map<string, AppAbility>();
 
@@ -27,7 +28,7 @@ const abilities = new Map<string, AppAbility>();
 export function defineAbilityFor(actor: Actor): AppAbility {
   const projects = [...actor.projectRoles].sort(([a], [b]) => (a < b ? -1 : 1)).map(([id, role]) => `${id}=${role}`).join(',');
   const emails = actor.verifiedEmails?.length ? [...actor.verifiedEmails].sort().join(',') : '';
-  const key = `${actor.kind}|${actor.organisationId}|${actor.personId ?? ''}|${actor.role ?? ''}|${projects}|${emails}`;
+  const key = `${actor.kind}|${actor.organisationId}|${actor.personId ?? ''}|${actor.role ?? ''}|${actor.deviceId ?? ''}|${actor.deviceKind ?? ''}|${actor.runId ?? ''}|${projects}|${emails}`;
   const known = abilities.get(key);
   if (known) return known;
   const builder = new AbilityBuilder<AppAbility>(createMongoAbility);

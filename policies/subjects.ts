@@ -5,7 +5,7 @@ import type { OrganisationRole, ProjectRole, TokenKind } from '../src/auth/princ
  * The subjects and actions the rules speak of. A subject is a plain record tagged with its type
  * (`subject('Project', row)`), and conditions compare its fields with the caller's.
  */
-export type Action = 'read' | 'create' | 'update' | 'delete' | 'manage-members' | 'approve' | 'accept';
+export type Action = 'read' | 'create' | 'update' | 'delete' | 'manage-members' | 'approve' | 'accept' | 'relay';
 
 export interface OrganisationSubject {
   id: string;
@@ -43,6 +43,7 @@ export type Subjects =
   | 'Policy'
   | 'Activity'
   | 'Picture'
+  | 'CloudAgentRun'
   | 'all';
 
 export type AppAbility = MongoAbility<[Action, Subjects | ({ __caslSubjectType__?: string } & object)]>;
@@ -60,4 +61,9 @@ export interface Actor {
    * sign-in methods carry with the provider's word that they are the person's (lower-cased).
    */
   verifiedEmails?: readonly string[] | undefined;
+  /** Devices: which device calls, and whether it is a workbench or a node. */
+  deviceId?: string | undefined;
+  deviceKind?: 'workbench' | 'node' | undefined;
+  /** Run credentials: the run the credential reaches. */
+  runId?: string | undefined;
 }

@@ -33,7 +33,7 @@ import { defineRoute, RouteRegistry, type DeploymentProfile } from './http/route
 import { tenancy } from './http/tenancy.js';
 import { memoryStores, RateLimits } from './http/rate-limit.js';
 import { discoveryRoutes } from './modules/discovery/routes.js';
-import { databaseProbe, healthRoutes, migrationsProbe, type ReadinessProbe } from './modules/health/routes.js';
+import { databaseProbe, healthRoutes, migrationsProbe, ProbeFailure, type ReadinessProbe } from './modules/health/routes.js';
 import { organisationRoutes } from './modules/organisation/routes.js';
 import { OrganisationService } from './modules/organisation/service.js';
 import { policyRoutes } from './modules/policy/routes.js';
@@ -61,6 +61,17 @@ import { CloudSessions } from './modules/signin/sessions.js';
 import type { IdentityProviderId } from './config.js';
 import { TeamService } from './modules/teams/service.js';
 import { teamRateLimits, teamRoutes } from './modules/teams/routes.js';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { RunCredentialResolver } from './auth/run-credential.js';
+import { CloudAgentService } from './modules/cloud-agents/service.js';
+import { cloudAgentRoutes } from './modules/cloud-agents/routes.js';
+import { mcpRoutes } from './modules/cloud-agents/mcp.js';
+import { RelayHub } from './modules/relay/channel.js';
+import { relayRoutes, RelayUpgrades } from './modules/relay/routes.js';
+import { DatabaseSigningKeyStore, MemorySigningKeyStore, SigningKeys } from './modules/relay/signing-keys.js';
+import { MemoryRelayRouting } from '../adapters/state/memory-relay-routing.js';
+import { RedisRelayRouting } from '../adapters/state/redis-relay-routing.js';
 
 export interface AppDependencies {
   config: Config;
@@ -82,11 +93,21 @@ export interface Platform {
     dpop: DpopVerifier;
     deviceTokens: DeviceTokenService;
     projects: ProjectService;
+    policies: PolicyService;
     signIn: SignInService;
     sessions: CloudSessions;
     mailer: Mailer;
     teams: TeamService;
+    cloudAgents: CloudAgentService;
+    signingKeys: SigningKeys;
+    relay: RelayHub;
   };
+  /** The HTTP server's `upgrade` listener: WebSocket upgrades (the control channel) go through the app. */
+  upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+  /** Starts what runs beside requests (relay heartbeats and routing; the first signing key). */
+  start(): Promise<void>;
+  /** Closes the control channels (1001) and stops the relay. */
+  stop(): Promise<void>;
 }
 
 /** The composition root: every part of the service is made and wired here, and only here. */
@@ -103,10 +124,40 @@ export function buildApp(deps: AppDependencies): Platform {
   const deviceStore = new DeviceStore(dataSource);
   const joinKeys = new JoinKeyService(dataSource, clock, deviceTokens, organisations);
   const deviceCodes = new DeviceCodeService(dataSource, clock, config.devices, deviceTokens, organisations);
+  const projects = new ProjectService(dataSource, clock);
+  const policies = new PolicyService(dataSource, clock, logger, projects, config.json);
+  const cloudAgents = new CloudAgentService({
+    dataSource,
+    clock,
+    logger,
+    projects,
+    policies,
+    credentialMaxTtlSeconds: config.cloudAgents.credentialMaxTtlSeconds,
+  });
   const resolvers: TokenResolver[] = [
     new DeviceTokenResolver(deviceTokens, dpop, organisations, clock, (id, at) => deviceStore.touch(id, at)),
+    new RunCredentialResolver(cloudAgents, organisations),
   ];
   if (config.deployment === 'self-hosted') resolvers.push(new PersonTokenResolver(verifier, organisations));
+
+  // Signing keys: in the database, sealed with SIGNING_KEYS_SECRET, shared by every replica;
+  // without the secret, in this process (one replica).
+  const signingKeys = new SigningKeys(
+    config.signingKeys.secret ? new DatabaseSigningKeyStore(dataSource) : new MemorySigningKeyStore(),
+    clock,
+    { secret: config.signingKeys.secret ?? randomBytes(32), rotationSeconds: config.signingKeys.rotationSeconds, assertionTtlSeconds: config.relay.assertionTtlSeconds },
+    logger,
+  );
+  const routing = deps.redis
+    ? new RedisRelayRouting(deps.redis, { presenceTtlMs: config.relay.heartbeatMs * 3, logger })
+    : new MemoryRelayRouting();
+  const relay = new RelayHub(routing, {
+    heartbeatMs: config.relay.heartbeatMs,
+    callTimeoutMs: config.relay.callTimeoutMs,
+    logger,
+    stillValid: async (owner) => (await deviceTokens.resolveAccessToken(owner.accessToken))?.device.id === owner.deviceId,
+  });
+  const upgrades = new RelayUpgrades();
 
   // Cloud sign-in: identity providers, mail, sessions.
   const mailer: Mailer = config.mail.smtpUrl ? new SmtpMailer(config.mail.smtpUrl, config.mail.from) : new OutboxMailer(config.mail.outboxDir, config.mail.from, clock);
@@ -149,13 +200,19 @@ export function buildApp(deps: AppDependencies): Platform {
       check: async () => (!config.rateLimitsEnabled ? 'disabled' : redisRateLimits ? redisRateLimits.check() : 'in process'),
     },
     { name: 'replayCache', check: async () => (replay instanceof RedisReplayCache ? replay.check() : 'in process') },
+    {
+      name: 'relay',
+      check: async () => {
+        if (routing.kind === 'in process') return 'in process';
+        if (!routing.healthy()) throw new ProbeFailure('not subscribed');
+        return 'ok';
+      },
+    },
   ];
 
   const registry = new RouteRegistry();
   registry.add(...healthRoutes(probes), ...discoveryRoutes(config), ...organisationRoutes());
-  const projects = new ProjectService(dataSource, clock);
   registry.add(...projectRoutes(projects, logger));
-  const policies = new PolicyService(dataSource, clock, logger, projects, config.json);
   registry.add(...policyRoutes(policies, config.policy));
   registry.add(...ingestRoutes(new IngestService(dataSource, clock, policies), new IngestReader(dataSource, { maxDepth: config.json.maxDepth, maxKeys: config.ingest.maxJsonKeys, maxStringLength: config.ingest.maxStringLength }), config.ingest));
   registry.add(...pictureRoutes(new PictureService(dataSource, clock), projects));
@@ -165,6 +222,17 @@ export function buildApp(deps: AppDependencies): Platform {
   registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger), signIn));
   const teams = new TeamService(dataSource, clock, { config: config.teams, mailer, logger });
   registry.add(...teamRoutes(teams, teamRateLimits(config.teams, config.cloud.rateLimitPerMinute)));
+  registry.add(...cloudAgentRoutes(cloudAgents));
+  registry.add(
+    ...mcpRoutes({
+      hub: relay,
+      keys: signingKeys,
+      baseUrl: config.baseUrl,
+      maxBytes: config.cloudAgents.mcpMaxBytes,
+      requestsPerMinute: config.cloudAgents.mcpRequestsPerMinute,
+    }),
+  );
+  registry.add(...relayRoutes({ hub: relay, upgrades, keys: signingKeys }));
   registry.add(
     defineRoute({
       method: 'get',
@@ -224,6 +292,7 @@ export function buildApp(deps: AppDependencies): Platform {
       // Bodies are read in each route's chain, after its limits and its authentication. RFC 8628
       // clients post small forms to the token endpoints, the routes that declare forms.
       bodyParsers: (route, limit) => {
+        if (route.rawBody) return [express.raw({ type: () => true, limit })];
         const parsers: RequestHandler[] = [express.json({ limit, strict: true })];
         if (route.mediaTypes?.includes('application/x-www-form-urlencoded')) {
           parsers.push(express.urlencoded({ extended: false, limit: Math.min(limit, 64 * 1024), parameterLimit: 100 }));
@@ -253,6 +322,19 @@ export function buildApp(deps: AppDependencies): Platform {
   );
   app.use(notFoundHandler());
   app.use(errorHandler(logger));
+  upgrades.attach(app);
 
-  return { app, registry, profile, openapi, services: { organisations, verifier, dpop, deviceTokens, projects, signIn, sessions, mailer, teams } };
+  return {
+    app,
+    registry,
+    profile,
+    openapi,
+    services: { organisations, verifier, dpop, deviceTokens, projects, policies, signIn, sessions, mailer, teams, cloudAgents, signingKeys, relay },
+    upgrade: upgrades.handle,
+    start: async () => {
+      await signingKeys.ready();
+      await relay.start();
+    },
+    stop: () => relay.stop(),
+  };
 }

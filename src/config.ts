@@ -82,6 +82,28 @@ export interface Config {
     nonceSecret: Buffer | undefined;
     nonceLifetimeSeconds: number;
   };
+  cloudAgents: {
+    /** Longest a run credential lives (spec 8: four hours); a run may ask for less. */
+    credentialMaxTtlSeconds: number;
+    /** Largest MCP request body (spec 8: 1 MB), checked before the body is read. */
+    mcpMaxBytes: number;
+    /** MCP requests per minute and run, counted across replicas (spec 8: 300). */
+    mcpRequestsPerMinute: number;
+  };
+  relay: {
+    /** How long an MCP request waits for the workbench's answer before -32000. */
+    callTimeoutMs: number;
+    /** Ping interval of the control channel; a socket that missed the previous pong is dropped. */
+    heartbeatMs: number;
+    /** Lifetime of the signed assertion that goes with each relayed call. */
+    assertionTtlSeconds: number;
+  };
+  signingKeys: {
+    /** Seals the private signing keys kept in the database; unset: keys live in this process only. */
+    secret: Buffer | undefined;
+    /** A new signing key takes over this often. */
+    rotationSeconds: number;
+  };
   cloud: CloudSignInConfig;
   teams: TeamsConfig;
   mail: MailConfig;
@@ -277,14 +299,6 @@ function redisUrl(env: Env): string | undefined {
   if (value === undefined) return undefined;
   if (!/^rediss?:\/\//.test(value)) throw new ConfigError('REDIS_URL', 'must start with redis:// or rediss://');
   return value;
-}
-
-function nonceSecret(env: Env): Buffer | undefined {
-  const value = read(env, 'DPOP_NONCE_SECRET');
-  if (value === undefined) return undefined;
-  const bytes = Buffer.from(value, 'base64url');
-  if (bytes.length < 32) throw new ConfigError('DPOP_NONCE_SECRET', 'must be at least 32 random bytes, base64url (openssl rand -base64 32)');
-  return bytes;
 }
 
 function secretKey(env: Env, name: string): Buffer | undefined {
@@ -495,8 +509,22 @@ export function loadConfig(env: Env = process.env): Config {
       windowSeconds: integer(env, 'DPOP_PROOF_WINDOW_SECONDS', 60, 5, 600),
       futureSkewSeconds: integer(env, 'DPOP_FUTURE_SKEW_SECONDS', 5, 0, 60),
       requireNonce: boolean(env, 'DPOP_REQUIRE_NONCE', false),
-      nonceSecret: nonceSecret(env),
+      nonceSecret: secretKey(env, 'DPOP_NONCE_SECRET'),
       nonceLifetimeSeconds: integer(env, 'DPOP_NONCE_LIFETIME_SECONDS', 300, 30, 3600),
+    },
+    cloudAgents: {
+      credentialMaxTtlSeconds: integer(env, 'RUN_CREDENTIAL_MAX_TTL_SECONDS', 4 * 3600, 60, 4 * 3600),
+      mcpMaxBytes: byteSize(env, 'MCP_MAX_BYTES', 1024 * 1024),
+      mcpRequestsPerMinute: integer(env, 'MCP_REQUESTS_PER_MINUTE', 300, 1, 10_000_000),
+    },
+    relay: {
+      callTimeoutMs: integer(env, 'RELAY_CALL_TIMEOUT_MS', 30_000, 100, 600_000),
+      heartbeatMs: integer(env, 'RELAY_HEARTBEAT_MS', 30_000, 50, 600_000),
+      assertionTtlSeconds: integer(env, 'RELAY_ASSERTION_TTL_SECONDS', 60, 10, 600),
+    },
+    signingKeys: {
+      secret: secretKey(env, 'SIGNING_KEYS_SECRET'),
+      rotationSeconds: integer(env, 'SIGNING_KEY_ROTATION_SECONDS', 30 * 86_400, 3_600, 365 * 86_400),
     },
     cloud: {
       redirectUris: {
@@ -582,6 +610,14 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'INGEST_MAX_KEYS', secret: false, default: '250000' },
   { name: 'INGEST_MAX_STRING_LENGTH', secret: false, default: '1048576' },
   { name: 'POLICY_REQUIRE_IF_MATCH', secret: false, default: 'false' },
+  { name: 'RUN_CREDENTIAL_MAX_TTL_SECONDS', secret: false, default: '14400' },
+  { name: 'MCP_MAX_BYTES', secret: false, default: '1mb' },
+  { name: 'MCP_REQUESTS_PER_MINUTE', secret: false, default: '300' },
+  { name: 'RELAY_CALL_TIMEOUT_MS', secret: false, default: '30000' },
+  { name: 'RELAY_HEARTBEAT_MS', secret: false, default: '30000' },
+  { name: 'RELAY_ASSERTION_TTL_SECONDS', secret: false, default: '60' },
+  { name: 'SIGNING_KEYS_SECRET', secret: true, default: undefined },
+  { name: 'SIGNING_KEY_ROTATION_SECONDS', secret: false, default: '2592000' },
   { name: 'AUTH_CONSOLE_REDIRECT_URIS', secret: false, default: undefined },
   { name: 'AUTH_MOBILE_REDIRECT_URIS', secret: false, default: undefined },
   { name: 'GOOGLE_CLIENT_ID', secret: false, default: undefined },

@@ -5,10 +5,12 @@
  *
  * - by name: the value of a field whose name means a secret is replaced, at any depth (headers
  *   included, their names being field names): names containing `token`, `secret`, `password`,
- *   `passwd`, `credential`, `assertion`, `cookie`, `authorization`, `api_key`/`apikey` or
- *   `private_key` when the value is a string; any value of `dpop`, `device_code`, `user_code`,
- *   `code_verifier`, `ticket`, `link` (a link ticket, an invitation link), `otp`, `parameters` (a
- *   query's bound values);
+ *   `passwd`, `credential`, `assertion`, `cookie`, `authorization`, `api_key`/`apikey`,
+ *   `private_key`, `private_jwk` or `sealed` (a sealed signing key) when the value is a string;
+ *   any value of `dpop`, `device_code`, `user_code`, `code_verifier`, `ticket`, `link` (a link
+ *   ticket, an invitation link), `otp`, `parameters` (a query's bound values);
+ * - a JSON Web Key's private members (`d`; RSA's `p`, `q`, `dp`, `dq`, `qi`, `oth`; a symmetric
+ *   key's `k`) in any object with a `kty`: the relay's signing keys;
  * - names that are often harmless (`code`, `key`, `state`) only when the value does not read as
  *   a name: an error's `code` such as `invalid_grant` or `ER_DUP_ENTRY`, a `key` naming a rate
  *   limit rule, a join key's `state` `active` stay; anything else (digits, random text) goes;
@@ -24,7 +26,9 @@
 
 export const REDACTED = '[REDACTED]';
 
-const SECRET_PARTS = ['token', 'secret', 'password', 'passwd', 'credential', 'assertion', 'cookie', 'authorization', 'api_key', 'apikey', 'private_key'];
+const SECRET_PARTS = ['token', 'secret', 'password', 'passwd', 'credential', 'assertion', 'cookie', 'authorization', 'api_key', 'apikey', 'private_key', 'private_jwk', 'sealed'];
+/** The private members of a JSON Web Key (RFC 7518 6.2.2, 6.3.2). */
+const PRIVATE_JWK_MEMBERS = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k']);
 const SECRET_NAMES = new Set(['dpop', 'device_code', 'user_code', 'usercode', 'code_verifier', 'ticket', 'link', 'otp', 'parameters']);
 const AMBIGUOUS_NAMES = new Set(['code', 'key', 'state']);
 const SECRET_QUERY_NAMES = new Set(['code', 'state', 'key', 'link', 'sig', 'signature', 'nonce']);
@@ -102,7 +106,8 @@ export function redactValue(value: unknown, name = '', depth = 0): unknown {
   if (Array.isArray(value)) return value.map((item) => redactValue(item, name, depth + 1));
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [key, field] of Object.entries(value)) out[key] = redactValue(field, key, depth + 1);
+    const jwk = typeof (value as { kty?: unknown }).kty === 'string';
+    for (const [key, field] of Object.entries(value)) out[key] = jwk && PRIVATE_JWK_MEMBERS.has(key) ? REDACTED : redactValue(field, key, depth + 1);
     return out;
   }
   return value;

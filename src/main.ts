@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { connectRedis, logConnectionAttempts } from '../adapters/state/redis.js';
-import { buildApp } from './app.js';
+import { buildApp, type Platform } from './app.js';
 import { bootstrapLocalhost } from './bootstrap.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createDataSource } from './db/data-source.js';
@@ -68,7 +68,7 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
 
   /** What is up so far, for a stop that may come while the database is still awaited. */
-  const running: { server?: Server; dataSource?: DataSource } = {};
+  const running: { server?: Server; dataSource?: DataSource; platform?: Platform } = {};
   let stopping = false;
   const redis = config.redisUrl ? connectRedis(config.redisUrl) : undefined;
   const stop = (signal: string) => {
@@ -82,6 +82,8 @@ async function main(): Promise<void> {
     };
     // Still waiting for the database: nothing to drain.
     if (!running.server) return void done();
+    // Control channels are told to go (1001): their workbenches reconnect to another replica.
+    void running.platform?.stop().catch(() => undefined);
     running.server.close(() => void done());
     running.server.closeIdleConnections();
     setTimeout(() => process.exit(1), 10_000).unref();
@@ -98,9 +100,14 @@ async function main(): Promise<void> {
     logger.info('REDIS_URL not set: rate limits and replay caches are kept in this process (one replica only)');
   }
 
+  if (redis && !config.signingKeys.secret) {
+    logger.warn('REDIS_URL is set but SIGNING_KEYS_SECRET is not: relay assertions are signed with keys of this process only, which other replicas do not publish; set the same SIGNING_KEYS_SECRET on every replica');
+  }
+
   const dataSource = await openDatabase(config, logger);
   running.dataSource = dataSource;
   const platform = buildApp({ config, dataSource, clock: systemClock, logger, redis });
+  running.platform = platform;
   if (config.deployment === 'cloud') {
     logger.info({ mail: platform.services.mailer.description, providers: platform.services.signIn.providers().map((p) => p.id) }, 'cloud sign-in ready');
     if (!config.cloud.codeSecret) logger.warn('AUTH_CODE_SECRET not set: emailed codes are keyed per process (one replica only; codes pending at a restart stop working)');
@@ -109,8 +116,10 @@ async function main(): Promise<void> {
     }
   }
   await bootstrapLocalhost(config, platform.services.organisations, (line) => process.stdout.write(`${line}\n`));
+  await platform.start();
 
   const server = createServer(platform.app);
+  server.on('upgrade', platform.upgrade);
   running.server = server;
   server.headersTimeout = 20_000;
   server.requestTimeout = 30_000;

@@ -82,6 +82,7 @@ export class DeviceTokenResolver implements TokenResolver {
         personId: device.personId,
         role: undefined,
         deviceId: device.id,
+        deviceKind: device.kind,
         scopes: device.scope.split(' '),
       },
     };

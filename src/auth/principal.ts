@@ -21,6 +21,10 @@ export interface Principal {
   /** The person's role in the organisation, when a person stands behind the request. */
   role: OrganisationRole | undefined;
   deviceId: string | undefined;
+  /** Device tokens: whether the device is a workbench (desktop) or a node (headless). */
+  deviceKind?: 'workbench' | 'node' | undefined;
+  /** Run credentials: the one cloud agent run the credential reaches. */
+  runId?: string | undefined;
   scopes: readonly string[];
   /** Cloud sessions: the session the access token belongs to (sign-out ends it). */
   sessionId?: string | undefined;

@@ -14,8 +14,8 @@ import { ORGANISATION_ROLES, PROJECT_ROLES, type OrganisationRole, type ProjectR
 
 // Every action and subject the policy types name. Adding one to policies/subjects.ts fails the
 // build here until it is listed, so the matrix always covers the whole vocabulary.
-export const ACTIONS = ['read', 'create', 'update', 'delete', 'manage-members', 'approve', 'accept'] as const satisfies readonly Action[];
-export const SUBJECTS = ['Organisation', 'Team', 'Member', 'Invitation', 'Project', 'ProjectMember', 'Device', 'DeviceRequest', 'JoinKey', 'Policy', 'Activity', 'Picture'] as const satisfies readonly Exclude<Subjects, 'all'>[];
+export const ACTIONS = ['read', 'create', 'update', 'delete', 'manage-members', 'approve', 'accept', 'relay'] as const satisfies readonly Action[];
+export const SUBJECTS = ['Organisation', 'Team', 'Member', 'Invitation', 'Project', 'ProjectMember', 'Device', 'DeviceRequest', 'JoinKey', 'Policy', 'Activity', 'Picture', 'CloudAgentRun'] as const satisfies readonly Exclude<Subjects, 'all'>[];
 const KINDS = ['person', 'cloud-session', 'device', 'run-credential'] as const satisfies readonly TokenKind[];
 type Missing<All, Listed> = [Exclude<All, Listed>] extends [never] ? true : never;
 const everyActionListed: Missing<Action, (typeof ACTIONS)[number]> = true;
@@ -29,6 +29,10 @@ const CALLER = 'usr_caller';
 const SOMEONE_ELSE = 'usr_someone';
 const THEIR_PROJECT = 'prj_theirs';
 const OTHER_PROJECT = 'prj_other';
+const CALLING_DEVICE = 'dev_caller';
+const OTHER_DEVICE = 'dev_other';
+const THEIR_RUN = 'run_theirs';
+const OTHER_RUN = 'run_other';
 /** The address the invitee column's sign-in methods vouch for. */
 const CALLER_EMAIL = 'caller@example.test';
 const SOMEONE_ELSES_EMAIL = 'someone@example.test';
@@ -62,8 +66,17 @@ export interface AbilityMatrix {
   grantedToNobody: { subject: string; action: Action }[];
 }
 
-function actor(kind: TokenKind, role: OrganisationRole | undefined, projectRoles: [string, ProjectRole][] = [], verifiedEmails?: string[]): Actor {
-  return { kind, organisationId: OWN_ORGANISATION, personId: CALLER, role, projectRoles: new Map(projectRoles), verifiedEmails };
+function actor(
+  kind: TokenKind,
+  role: OrganisationRole | undefined,
+  projectRoles: [string, ProjectRole][] = [],
+  options: { verifiedEmails?: string[]; deviceKind?: 'workbench' | 'node' } = {},
+): Actor {
+  const base: Actor = { kind, organisationId: OWN_ORGANISATION, personId: CALLER, role, projectRoles: new Map(projectRoles), verifiedEmails: options.verifiedEmails };
+  if (kind === 'device') return { ...base, deviceId: CALLING_DEVICE, deviceKind: options.deviceKind ?? 'workbench' };
+  // A run credential acts for the run's device and person.
+  if (kind === 'run-credential') return { ...base, deviceId: CALLING_DEVICE, runId: THEIR_RUN };
+  return base;
 }
 
 /** The callers the matrix asks about, one column each. */
@@ -78,11 +91,13 @@ export function matrixColumns(): MatrixColumn[] {
     }
     for (const role of ORGANISATION_ROLES) columns.push({ key: `${kind}:${role}`, label: `${kindLabels[kind]} ${role}`, actor: actor(kind, role) });
   }
+  // The device columns above are workbenches; a node approved by an owner shows what nodes get.
+  columns.push({ key: 'node:owner', label: 'node of owner', actor: actor('device', 'owner', [], { deviceKind: 'node' }) });
   for (const role of PROJECT_ROLES) {
     columns.push({ key: `project:${role}`, label: `project ${role}`, actor: actor('person', 'member', [[THEIR_PROJECT, role]]) });
   }
   // A Cloud person whose sign-in methods vouch for an address, invited (or not) to a team.
-  columns.push({ key: 'invitee', label: 'cloud session invited', actor: actor('cloud-session', 'member', [], [CALLER_EMAIL]) });
+  columns.push({ key: 'invitee', label: 'cloud session invited', actor: actor('cloud-session', 'member', [], { verifiedEmails: [CALLER_EMAIL] }) });
   return columns;
 }
 
@@ -140,6 +155,13 @@ function samples(subject: string): Sample[] {
         { label: 'nodes', foreign: false, record: { organisationId: OWN_ORGANISATION, kind: 'node' } },
         { label: 'a workbench elsewhere', foreign: true, record: { organisationId: OTHER_ORGANISATION, kind: 'workbench' } },
         { label: 'a node elsewhere', foreign: true, record: { organisationId: OTHER_ORGANISATION, kind: 'node' } },
+      ];
+    case 'CloudAgentRun':
+      return [
+        { label: 'its own runs', foreign: false, record: { id: THEIR_RUN, organisationId: OWN_ORGANISATION, deviceId: CALLING_DEVICE } },
+        { label: "other devices' runs", foreign: false, record: { id: OTHER_RUN, organisationId: OWN_ORGANISATION, deviceId: OTHER_DEVICE } },
+        { label: 'its run id elsewhere', foreign: true, record: { id: THEIR_RUN, organisationId: OTHER_ORGANISATION, deviceId: CALLING_DEVICE } },
+        { label: 'a run elsewhere', foreign: true, record: { id: OTHER_RUN, organisationId: OTHER_ORGANISATION, deviceId: OTHER_DEVICE } },
       ];
     case 'Policy':
       return [
@@ -239,7 +261,8 @@ export function renderAbilityMatrix(matrix: AbilityMatrix): string {
     '',
     'Columns: *person* holds a person token of the organisation\'s identity provider (self-hosted); *cloud session* a',
     "person's Cloud session; *device of* a device token approved by a person with that organisation role;",
-    "*run credential* a cloud agent run's credential; *project …* an organisation member holding that role in one",
+    'the *device of* columns are workbenches, *node of owner* is a node approved by an owner; "its own runs" are the runs',
+    "the device registered (for a run credential: its one run); *run credential* a cloud agent run's credential; *project …* an organisation member holding that role in one",
     'project ("their projects" is that one); *cloud session invited* a Cloud member whose sign-in methods vouch for the address',
     'an invitation was sent to ("to their address"). Member samples carry the role a change asks for ("a member made owner").',
   ];

@@ -14,6 +14,8 @@ import { InvitationEntity } from '../modules/teams/entities.js';
 
 import { ingestEntities } from '../modules/ingest/entities.js';
 import { pictureEntities } from '../modules/pictures/entities.js';
+import { cloudAgentEntities } from '../modules/cloud-agents/entities.js';
+import { SigningKeyEntity } from '../modules/relay/entities.js';
 
 /** Every entity of the service; a module adds its own here. */
 export const ENTITIES = [
@@ -32,9 +34,10 @@ export const ENTITIES = [
   PolicyRevisionEntity,
   ...SIGN_IN_ENTITIES,
   InvitationEntity,
+  SigningKeyEntity,
 ];
 
 /** The entities of a dialect: the fixed list plus those whose column types differ by dialect. */
 export function entitiesFor(dialect: 'sqlite' | 'mysql') {
-  return [...ENTITIES, ...ingestEntities(dialect), ...pictureEntities(dialect)];
+  return [...ENTITIES, ...ingestEntities(dialect), ...pictureEntities(dialect), ...cloudAgentEntities(dialect)];
 }

@@ -1,5 +1,5 @@
 import type { TokenKind } from '../auth/principal.js';
-import { acceptedKinds, errorCodesOf, servedOn, type DeploymentProfile, type RouteDefinition, type RouteRegistry } from './route.js';
+import { acceptedKinds, errorCodesOf, protocolCodesOf, servedOn, type DeploymentProfile, type RouteDefinition, type RouteRegistry } from './route.js';
 import { errorBodySchema, namedSchemas, schemaName, type Schema } from './schema.js';
 
 /**
@@ -115,22 +115,36 @@ function parametersOf(where: 'path' | 'query', schema: Schema | undefined): unkn
   });
 }
 
-/** An error answer: the error body, its `error` one of the codes this operation answers. */
-function errorAnswer(route: RouteDefinition, status: number, codes: readonly string[]): Record<string, unknown> {
+/**
+ * An error answer: the error body, its `error` one of the codes this operation answers; and/or,
+ * for a route with `protocolErrors`, the protocol's error body, its `error.code` one of those.
+ */
+function errorAnswer(route: RouteDefinition, status: number, codes: readonly string[], protocolCodes: readonly string[]): Record<string, unknown> {
   const declared = route.responses[status];
-  const listed = codes.map((code) => `\`${code}\``).join(', ');
+  const listed = [...codes.map((code) => `\`${code}\``), ...protocolCodes].join(', ');
   const general = `${STATUS_TEXT[status] ?? 'Error.'}${codes.includes('json_too_complex') ? ` ${JSON_TOO_COMPLEX_TEXT}` : ''}`;
-  const answer: Record<string, unknown> = {
-    description: `${declared?.description ?? general} Codes: ${listed}.`,
-    content: {
-      'application/json': {
-        // The error body, or the route's own (which carries `error`), its code one of these.
-        schema: {
-          allOf: [declared?.schema ? schemaRef(declared.schema) : { $ref: '#/components/schemas/Error' }],
-          properties: { error: { type: 'string', enum: [...codes], description: 'The codes this operation answers with this status.' } },
+  const schemas: unknown[] = [];
+  if (codes.length) {
+    // The error body, or the route's own (which carries `error`), its code one of these.
+    schemas.push({
+      allOf: [declared?.schema ? schemaRef(declared.schema) : { $ref: '#/components/schemas/Error' }],
+      properties: { error: { type: 'string', enum: [...codes], description: 'The codes this operation answers with this status.' } },
+    });
+  }
+  if (protocolCodes.length) {
+    schemas.push({
+      allOf: [schemaRef(route.protocolErrors!.schema)],
+      properties: {
+        error: {
+          description: "The protocol's error.",
+          properties: { code: { enum: protocolCodes.map(Number), description: 'The protocol error codes this operation answers with this status.' } },
         },
       },
-    },
+    });
+  }
+  const answer: Record<string, unknown> = {
+    description: `${declared?.description ?? general} Codes: ${listed}.`,
+    content: { 'application/json': { schema: schemas.length === 1 ? schemas[0] : { oneOf: schemas } } },
   };
   if (declared?.headers) answer.headers = headersOf(declared.headers);
   return answer;
@@ -162,7 +176,11 @@ function operation(route: RouteDefinition, profile: DeploymentProfile): Record<s
     if (declared.headers) answer.headers = headersOf(declared.headers);
     responses[String(status)] = answer;
   }
-  for (const [status, codes] of errorCodesOf(route, profile)) responses[String(status)] = errorAnswer(route, status, codes);
+  const apiCodes = errorCodesOf(route, profile);
+  const protocolCodes = protocolCodesOf(route);
+  for (const status of [...new Set([...apiCodes.keys(), ...protocolCodes.keys()])].sort((a, b) => a - b)) {
+    responses[String(status)] = errorAnswer(route, status, apiCodes.get(status) ?? [], protocolCodes.get(status) ?? []);
+  }
   // Never promised, always possible: the service is broken.
   responses.default = {
     description: 'Unexpected failure (500 `internal_error`); no detail is given. Quote the `X-Request-Id` when reporting it.',
@@ -178,7 +196,12 @@ function operation(route: RouteDefinition, profile: DeploymentProfile): Record<s
   };
   if (route.description) op.description = route.description;
   if (parameters.length) op.parameters = parameters;
-  if (route.schemas.body) {
+  if (route.rawBody) {
+    op.requestBody = {
+      required: true,
+      content: Object.fromEntries((route.mediaTypes ?? ['application/json']).map((type) => [type, { schema: schemaRef(route.rawBody!.schema) }])),
+    };
+  } else if (route.schemas.body) {
     op.requestBody = {
       required: true,
       content: Object.fromEntries((route.mediaTypes ?? ['application/json']).map((type) => [type, { schema: schemaRef(route.schemas.body as Schema) }])),

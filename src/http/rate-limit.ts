@@ -13,7 +13,9 @@ import { ApiError, temporarilyUnavailable } from './errors.js';
 export interface RateLimitRule {
   /** Names the counter (and its Redis key prefix); one counter per rule, shared by its routes. */
   name: string;
-  by: 'address' | 'person';
+  /** `address`: before tenancy and authentication; `person` and `run` (a run credential's run):
+   * right after authentication. */
+  by: 'address' | 'person' | 'run';
   limit: number;
   windowMs: number;
   /** The error code of the 429 (default `too_many_requests`; emailed codes answer `slow_down`). */
@@ -56,8 +58,12 @@ export class RateLimits {
           passOnStoreError: false,
           // An address is counted as the client's own: IPv4-mapped IPv6 as IPv4, IPv6 per /64 (one
           // subscriber's network); `req.ip` takes forwarded addresses only from TRUST_PROXY.
-          keyGenerator: (req: Request) =>
-            rule.by === 'person' ? `person:${req.context.principal?.personId ?? req.context.principal?.deviceId ?? 'none'}` : `ip:${ipKeyGenerator(req.ip ?? '', 64)}`,
+          keyGenerator: (req: Request) => {
+            const principal = req.context.principal;
+            if (rule.by === 'person') return `person:${principal?.personId ?? principal?.deviceId ?? 'none'}`;
+            if (rule.by === 'run') return `run:${principal?.runId ?? 'none'}`;
+            return `ip:${ipKeyGenerator(req.ip ?? '', 64)}`;
+          },
           handler: (_req: Request, _res: Response, next: NextFunction) => next(tooManyRequests(Math.ceil(rule.windowMs / 1000), rule.code)),
         })
       : (_req: Request, _res: Response, next: NextFunction) => next();

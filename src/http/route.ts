@@ -103,10 +103,27 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
    * A status listed in `responses` at 400 or above must be named here too.
    */
   errors?: ErrorDeclaration;
+  /**
+   * Error answers in a protocol's own shape instead of the API's error body, with the protocol's
+   * own codes (the MCP endpoint's JSON-RPC error responses, `error.code`), by status. Listed in
+   * the OpenAPI document beside the API's codes, checked in tests and reached like `errors`.
+   */
+  protocolErrors?: ProtocolErrors;
+  /**
+   * A method the path does not serve, declared only so that the OpenAPI document says what it
+   * answers (the MCP endpoint's GET and DELETE, spec 4.8): never mounted, so the registry's last
+   * layer answers it, 405 `method_not_allowed` with `Allow` naming the methods the path serves.
+   * Its handler is never called. Build it with `refusedMethod`.
+   */
+  refused?: true;
   /** Runs on the parsed body before schema validation, for refusals that must come first. */
   precheck?: (body: unknown) => void;
   /** Media types accepted for a body; JSON unless stated. */
   mediaTypes?: readonly string[];
+  /** The handler reads the body itself: `req.body` is the raw bytes (a Buffer, within the body
+   * limit, decompressed), never parsed or schema-checked here. `schema` documents it. For
+   * protocols whose errors about the body have a shape of their own (JSON-RPC on MCP). */
+  rawBody?: { schema: Schema };
   headers?: Record<string, HeaderSpec>;
   schemas: S;
   /** Answers: every success status with its schema; error statuses only to describe them better
@@ -115,8 +132,51 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
   handler: (input: HandlerInput<S>) => Promise<Reply | undefined> | Reply | undefined;
 }
 
+export interface ProtocolErrors {
+  /** The protocol's error body (it carries the code as `error.code`). */
+  schema: Schema;
+  /** The protocol's error codes each status answers with. */
+  codes: Readonly<Partial<Record<number, readonly number[]>>>;
+}
+
 export function defineRoute<const S extends RouteSchemas>(route: RouteDefinition<S>): RouteDefinition {
   return route as unknown as RouteDefinition;
+}
+
+/** A method `path` does not serve, declared so that the OpenAPI document says it answers 405. */
+export function refusedMethod(route: { method: HttpMethod; path: string; operationId: string; summary: string; description: string; tag: string; extension?: boolean }): RouteDefinition {
+  return {
+    ...route,
+    refused: true,
+    tenant: false,
+    auth: 'public',
+    schemas: {},
+    responses: { 405: { description: 'Not served: `Allow` names the methods the path serves.' } },
+    handler: () => {
+      throw new Error(`${route.operationId} is never mounted`);
+    },
+  };
+}
+
+/**
+ * The code an error answer carries, as the answer checks and the suite's coverage read it: the API
+ * error body's `error` (text), or a protocol error's `error.code` (a number, `-32600`).
+ */
+export function answerCode(body: unknown): string | number | undefined {
+  const error = (body as { error?: unknown } | null | undefined)?.error;
+  if (typeof error === 'string') return error;
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'number' && Number.isInteger(code) ? code : undefined;
+}
+
+/** The protocol error codes the route answers, by status, written as text (`-32600`). */
+export function protocolCodesOf(route: RouteDefinition): Map<number, string[]> {
+  return new Map(
+    Object.entries(route.protocolErrors?.codes ?? {})
+      .map(([status, codes]) => [Number(status), (codes ?? []).map(String)] as [number, string[]])
+      .filter(([, codes]) => codes.length > 0)
+      .sort(([a], [b]) => a - b),
+  );
 }
 
 /**
@@ -161,6 +221,8 @@ export function servedOn(route: RouteDefinition, profile: DeploymentProfile): bo
  * answer checks of the tests and the suite's coverage check all read this one function.
  */
 export function errorCodesOf(route: RouteDefinition, profile: DeploymentProfile): Map<number, ErrorCode[]> {
+  // Nothing of a refused method's declaration runs: the origin edge (a malformed Host), then 405.
+  if (route.refused) return new Map([[400, ['invalid_request']], [405, ['method_not_allowed']]]);
   const codes = new Map<number, Set<ErrorCode>>();
   const add = (status: number, ...names: ErrorCode[]) => {
     const set = codes.get(status) ?? new Set<ErrorCode>();
@@ -213,6 +275,7 @@ function checkErrors(route: RouteDefinition): void {
   const kinds: TokenKind[] = ['person', 'device', 'cloud-session', 'run-credential'];
   const possible = new Set<number>();
   for (const deployment of ['self-hosted', 'cloud'] as const) for (const status of errorCodesOf(route, fullProfile(deployment, kinds)).keys()) possible.add(status);
+  for (const status of protocolCodesOf(route).keys()) possible.add(status);
   for (const status of Object.keys(route.responses).map(Number)) {
     if (status >= 400 && !possible.has(status)) {
       throw new Error(`${route.operationId} describes a ${status} answer without naming its codes in errors`);
@@ -296,7 +359,13 @@ export class RouteRegistry {
     return this.profile === undefined || servedOn(route, this.profile);
   }
 
-  /** The served route answering `method path` (HEAD is answered by GET), for answer checks in tests. */
+  /** Served and mounted: a refused method is declared, not served. */
+  private mounted(route: RouteDefinition): boolean {
+    return !route.refused && this.served(route);
+  }
+
+  /** The declared route answering `method path` (HEAD is answered by GET; a refused method's
+   * declaration answers 405), for answer checks in tests. */
   find(method: string, path: string): RouteDefinition | undefined {
     const pathname = path.split('?')[0] ?? path;
     const lower = method.toLowerCase() === 'head' ? 'get' : method.toLowerCase();
@@ -309,7 +378,7 @@ export class RouteRegistry {
    */
   allowedMethods(path: string): string[] {
     const methods = new Set<string>();
-    for (const m of this.matchers) if (this.served(m.route) && m.match(path) !== false) methods.add(m.method.toUpperCase());
+    for (const m of this.matchers) if (this.mounted(m.route) && m.match(path) !== false) methods.add(m.method.toUpperCase());
     if (methods.has('GET')) methods.add('HEAD');
     return ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'].filter((method) => methods.has(method));
   }
@@ -323,7 +392,7 @@ export class RouteRegistry {
   mount(router: Router, layers: RouteLayers, profile: DeploymentProfile): void {
     this.profile = profile;
     for (const route of this.routes) {
-      if (!servedOn(route, profile)) continue;
+      if (!this.mounted(route)) continue;
       const chain: RequestHandler[] = [];
       const limits = route.rateLimits ?? [];
       const bodyLimit = route.bodyLimitBytes ?? layers.defaultBodyLimitBytes;
@@ -331,7 +400,7 @@ export class RouteRegistry {
       for (const rule of limits.filter((r) => r.by === 'address')) chain.push(layers.rateLimit(rule));
       if (route.tenant) chain.push(layers.tenancy);
       if (route.auth !== 'public') chain.push(layers.authenticate(route));
-      for (const rule of limits.filter((r) => r.by === 'person')) chain.push(layers.rateLimit(rule));
+      for (const rule of limits.filter((r) => r.by !== 'address')) chain.push(layers.rateLimit(rule));
       chain.push(...layers.bodyParsers(route, bodyLimit));
       // Before the precheck, validation and anything else that may recurse into the body. (A route
       // that takes no body refuses one whatever it holds.)
@@ -353,10 +422,10 @@ export class RouteRegistry {
     return async (req: Request, res: Response, next: NextFunction) => {
       try {
         if (hasBody(req) && !req.is(mediaTypes as string[])) throw unsupportedMediaType(mediaTypes);
-        if (!route.schemas.body && hasBody(req) && req.body !== undefined && Object.keys(req.body as object).length > 0) {
+        if (!route.rawBody && !route.schemas.body && hasBody(req) && req.body !== undefined && Object.keys(req.body as object).length > 0) {
           throw invalidRequest('this operation takes no request body');
         }
-        if (route.precheck && req.body !== undefined) route.precheck(req.body);
+        if (route.precheck && !route.rawBody && req.body !== undefined) route.precheck(req.body);
         const input = {
           params: params ? params({ ...req.params }) : undefined,
           query: query ? query({ ...(req.query as object) }) : undefined,
@@ -381,8 +450,9 @@ export class RouteRegistry {
 /**
  * The schema an answer must match, or null when the route does not declare that answer: the
  * declared success schema; for an error status, the error body (or the route's own schema) when
- * `code` is among the codes the route can answer with that status on this deployment. A 500
- * `internal_error` is declared for every operation (the OpenAPI `default` answer).
+ * `code` is among the codes the route can answer with that status on this deployment (a number:
+ * a protocol error's code, `protocolErrors`). A 500 `internal_error` is declared for every
+ * operation (the OpenAPI `default` answer).
  */
 export function answerSchema(
   route: RouteDefinition | undefined,
@@ -393,6 +463,7 @@ export function answerSchema(
   if (status >= 400 && (status === 500 ? code === 'internal_error' : !route)) return errorBodySchema;
   if (!route) return null;
   if (status < 400) return status in route.responses ? route.responses[status]!.schema : null;
+  if (typeof code === 'number') return protocolCodesOf(route).get(status)?.includes(String(code)) ? route.protocolErrors!.schema : null;
   const codes = profile ? errorCodesOf(route, profile).get(status) : undefined;
   if (!codes || !codes.includes(code as ErrorCode)) return null;
   return route.responses[status]?.schema ?? errorBodySchema;

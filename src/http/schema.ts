@@ -100,7 +100,7 @@ export const errorBodySchema = named('Error', {
     error_description: { type: 'string', description: 'Plain-words explanation (OAuth endpoints).' },
     field: { type: 'string', description: 'The request field at fault, on `invalid_request` from schema validation and on `json_too_complex`.' },
     limit: { type: 'string', enum: ['depth', 'keys', 'stringLength'], description: 'On `json_too_complex`: which limit the body passed.' },
-    max: { type: 'integer', description: 'On `json_too_complex`: the value of that limit; on `picture_limit_reached`: how many pictures a project may hold.' },
+    max: { type: 'integer', description: 'On `json_too_complex`: the value of that limit; on `picture_limit_reached`: how many pictures a project may hold; on `max_concurrent_runs`: how many cloud agent runs a person may have going; on `run_event_limit`: how many events a run keeps.' },
     where: { type: 'string', description: 'On `unsafe_svg` and `invalid_svg`: the element path (`/svg/g[2]/use[1]/@href`) or line and column.' },
   },
   additionalProperties: true,

@@ -20,11 +20,13 @@ import { CloudSignIn1763820000000 as SqliteCloudSignIn } from './sqlite/17638200
 import { CloudSignIn1763820000000 as MysqlCloudSignIn } from './mysql/1763820000000-cloud-sign-in.js';
 import { Pictures1763830000000 as SqlitePictures } from './sqlite/1763830000000-pictures.js';
 import { Pictures1763830000000 as MysqlPictures } from './mysql/1763830000000-pictures.js';
+import { CloudAgents1763840000000 as SqliteCloudAgents } from './sqlite/1763840000000-cloud-agents.js';
+import { CloudAgents1763840000000 as MysqlCloudAgents } from './mysql/1763840000000-cloud-agents.js';
 import { Teams1763850000000 as SqliteTeams } from './sqlite/1763850000000-teams.js';
 import { Teams1763850000000 as MysqlTeams } from './mysql/1763850000000-teams.js';
 
 type MigrationClass = new () => MigrationInterface;
 
 /** Migrations per dialect, in order. Listed by hand so they load the same in ESM, tests and builds. */
-export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation, SqliteDevices, SqlitePolicy, SqliteWebSessions, SqliteIngest, SqliteMembershipRemoval, SqliteCloudSignIn, SqlitePictures, SqliteTeams];
-export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices, MysqlPolicy, MysqlWebSessions, MysqlIngest, MysqlMembershipRemoval, MysqlExactIdentities, MysqlCloudSignIn, MysqlPictures, MysqlTeams];
+export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation, SqliteDevices, SqlitePolicy, SqliteWebSessions, SqliteIngest, SqliteMembershipRemoval, SqliteCloudSignIn, SqlitePictures, SqliteCloudAgents, SqliteTeams];
+export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices, MysqlPolicy, MysqlWebSessions, MysqlIngest, MysqlMembershipRemoval, MysqlExactIdentities, MysqlCloudSignIn, MysqlPictures, MysqlCloudAgents, MysqlTeams];

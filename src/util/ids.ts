@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 
 /** Type prefixes of the service's ids; a prefix says what an id names wherever it shows up. */
-export type IdPrefix = 'org' | 'usr' | 'prj' | 'dev' | 'run' | 'inv' | 'idn' | 'tok' | 'dca' | 'jk' | 'pol' | 'ver' | 'sim' | 'ses' | 'sgc' | 'emc' | 'lnk';
+export type IdPrefix = 'org' | 'usr' | 'prj' | 'dev' | 'run' | 'inv' | 'idn' | 'tok' | 'dca' | 'jk' | 'pol' | 'ver' | 'sim' | 'ses' | 'sgc' | 'emc' | 'lnk' | 'sk';
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 

@@ -40,7 +40,8 @@ export interface Seeded {
   ingest: IngestDevice[];
 }
 
-async function enrol(
+/** A workbench of the organisation, enrolled as the flows would: its first token pair from the platform's own service. */
+export async function enrol(
   manager: EntityManager,
   platform: Platform,
   device: { organisationId: string; personId: string; name: string; workspaceId: string; dpopJkt: string | null },

@@ -6,9 +6,11 @@
  * provider, which the platform asks once (discovery + JWKS) and then caches. Scenarios run one
  * after another, so at any moment one server process and one load generator share the CPUs.
  *
- * Two parts: HTTP scenarios (scenarios.ts: requests/s against the bare baseline, autocannon),
- * then ingest throughput (ingest.ts: items stored per second by POST /ingest/v1 on SQLite and on
- * MariaDB, each beside a plain INSERT of the same rows, the ceiling).
+ * Three parts: HTTP scenarios (scenarios.ts: requests/s against the bare baseline, autocannon),
+ * ingest throughput (ingest.ts: items stored per second by POST /ingest/v1 on SQLite and on
+ * MariaDB, each beside a plain INSERT of the same rows, the ceiling), then the relay (relay.ts:
+ * MCP tools/call round trips through the platform, one process and two replicas over Redis,
+ * beside a direct WebSocket echo, the ceiling).
  *
  * Options (flags, or the BENCH_* environment variables):
  *   --duration <s>        measured seconds per scenario / ingest path  (BENCH_DURATION, default 10)
@@ -18,6 +20,7 @@
  *   --ingest-batch <n>    events per envelope / rows per INSERT         (BENCH_INGEST_BATCH, default 1000)
  *   --mariadb <url>       MariaDB server for the ingest part; a fresh database is made on it and
  *                         dropped afterwards  (BENCH_MARIADB_URL, default mariadb://root@127.0.0.1:3306)
+ *   --redis <url>         Redis for the relay's two-replica part   (BENCH_REDIS_URL, default redis://127.0.0.1:6379)
  *   --only <text>         only the scenarios and ingest parts whose name contains text
  *                         ("policy", "ingest", "mariadb", ...; the bare baseline runs with any
  *                         HTTP scenario)
@@ -50,6 +53,7 @@ import {
   type IngestPathResult,
 } from './ingest.js';
 import { load, problemWith, stopLoad, type Measurement } from './measure.js';
+import { formatRelayTable, runRelayBench, type RelayResult } from './relay.js';
 import { startProvider, type BenchProvider } from './oidc-provider.js';
 import { scenarios as allScenarios, type Scenario, type TargetName } from './scenarios.js';
 import { freePort, killAllChildren, send, startChild, type ChildServer } from './servers.js';
@@ -66,6 +70,7 @@ interface Options {
   ingestClients: number;
   ingestBatch: number;
   mariadb: string;
+  redis: string;
   only: string | undefined;
   json: string | undefined;
 }
@@ -79,6 +84,7 @@ function readOptions(): Options {
       'ingest-clients': { type: 'string' },
       'ingest-batch': { type: 'string' },
       mariadb: { type: 'string' },
+      redis: { type: 'string' },
       only: { type: 'string' },
       json: { type: 'string' },
     },
@@ -98,6 +104,7 @@ function readOptions(): Options {
     // INGEST_MAX_ITEMS (5000 by default) bounds an envelope.
     ingestBatch: Math.round(number('ingest-batch', values['ingest-batch'], process.env.BENCH_INGEST_BATCH, 1_000, 1, 5_000)),
     mariadb: values.mariadb ?? (process.env.BENCH_MARIADB_URL || 'mariadb://root@127.0.0.1:3306'),
+    redis: values.redis ?? (process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379'),
     only: values.only,
     json: values.json,
   };
@@ -238,8 +245,12 @@ async function main(): Promise<number> {
   const baselineName = placeholder.find((scenario) => scenario.target === 'bare')?.name;
   const chosenNames = new Set(placeholder.filter((scenario) => scenario.name !== baselineName && matches(scenario.name)).map((scenario) => scenario.name));
   if (chosenNames.size > 0 && baselineName) chosenNames.add(baselineName);
+  const relayParts = { ceiling: matches('relay ceiling'), single: matches('relay single'), replicas: matches('relay replicas') };
+  const anyRelay = relayParts.single || relayParts.replicas;
+  // The ceiling runs whenever a relay path does: its ratio is what to read.
+  if (anyRelay) relayParts.ceiling = true;
   const svgPart = matches('svg pictures');
-  if (chosenNames.size === 0 && ingestParts.length === 0 && !svgPart) throw new Error(`--only "${options.only}" matches no scenario, no ingest part and not the SVG part`);
+  if (chosenNames.size === 0 && ingestParts.length === 0 && !anyRelay && !relayParts.ceiling && !svgPart) throw new Error(`--only "${options.only}" matches no scenario, no ingest part, no relay part and not the SVG part`);
   const sqliteNeeded = placeholder.some((scenario) => chosenNames.has(scenario.name) && scenario.target === 'platform') || ingestParts.some((part) => part.database === 'sqlite');
 
   let seeded: Seeded | undefined;
@@ -285,7 +296,7 @@ async function main(): Promise<number> {
   log('');
 
   const phase = options.warmupSeconds + options.durationSeconds;
-  armWatchdog(list.length * (phase + 15) + ingestParts.length * (2 * phase + 60) + (svgPart ? 180 : 0) + 60);
+  armWatchdog(list.length * (phase + 15) + ingestParts.length * (2 * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + 60);
   const outcomes: Outcome[] = [];
   const notes: string[] = [];
   let baselineRate: number | undefined;
@@ -389,6 +400,24 @@ async function main(): Promise<number> {
     part.detail = `database ${database.name} on ${redactUrl(options.mariadb)} (created for this run, dropped after it); ceiling: one ${options.ingestBatch}-row INSERT per batch in autocommit, one mysql2 connection per writer, into a copy of ingest_events (CREATE TABLE … LIKE, plus its foreign key)`;
   }
 
+  // Relay: MCP round trips through the platform beside a direct WebSocket echo.
+  const relayResults: RelayResult[] = anyRelay || relayParts.ceiling
+    ? await runRelayBench(
+        {
+          warmupSeconds: options.warmupSeconds,
+          durationSeconds: options.durationSeconds,
+          connections: options.connections,
+          mariadb: options.mariadb,
+          redis: options.redis,
+          workDir,
+          here,
+          cleanups,
+          log,
+        },
+        relayParts,
+      )
+    : [];
+
   const baseline = outcomes.find((outcome) => outcome.scenario === baselineScenario && !outcome.problem)?.measurement?.requestsPerSecond;
   if (outcomes.length) {
     log('');
@@ -407,6 +436,15 @@ async function main(): Promise<number> {
     log('vs ceiling = platform items/s / ceiling rows/s on the same database; rows = sent: COUNT(*) of the table after the run against every item sent, warm-up included');
     for (const part of ingestParts) if (part.detail) log(`${part.name}: ${part.detail}`);
     for (const part of ingestParts) if (part.skipped) log(`${part.name}: SKIPPED: ${part.skipped}`);
+  }
+
+  if (relayResults.length) {
+    log('');
+    log(`relay: ${options.connections} requests in flight (MCP: autocannon connections; ceiling: frames on one socket), ${options.warmupSeconds} s warm-up + ${options.durationSeconds} s measured`);
+    log(formatRelayTable(relayResults));
+    log('');
+    log('vs ceiling = round trips/s through the platform / round trips/s of a bare ws echo in this run; every MCP answer must be the workbench\'s exact response');
+    for (const result of relayResults) if (result.skipped) log(`${result.name}: SKIPPED: ${result.skipped}`);
   }
 
   let svg: SvgBenchResult | undefined;
@@ -436,6 +474,7 @@ async function main(): Promise<number> {
             problem,
           })),
           notes,
+          relay: relayResults.map(({ servers: _servers, ...result }) => result),
           svg,
           ingest: ingestParts.map((part) => {
             const ceiling = part.paths.find((path) => path.name.includes('ceiling') && !path.problem)?.measurement?.itemsPerSecond;
@@ -461,8 +500,11 @@ async function main(): Promise<number> {
   for (const { scenario, problem } of failed) process.stderr.write(`bench: FAILED ${scenario.name}: ${problem}\n`);
   const failedIngest = ingestParts.flatMap((part) => part.paths.filter((path) => path.problem));
   for (const { name, problem } of failedIngest) process.stderr.write(`bench: FAILED ${name}: ${problem}\n`);
+  const failedRelay = relayResults.filter((result) => result.problem);
+  for (const { name, problem } of failedRelay) process.stderr.write(`bench: FAILED ${name}: ${problem}\n`);
+  for (const result of failedRelay) for (const server of result.servers ?? []) if (server.stderr().trim()) process.stderr.write(`--- ${server.name} stderr ---\n${server.stderr()}\n`);
   if (svg?.problem) process.stderr.write(`bench: FAILED svg pictures: ${svg.problem}\n`);
-  const anyFailed = failed.length > 0 || failedIngest.length > 0 || svg?.problem !== undefined;
+  const anyFailed = failed.length > 0 || failedIngest.length > 0 || failedRelay.length > 0 || svg?.problem !== undefined;
   for (const server of Object.values(servers)) {
     if (anyFailed && server.stderr().trim()) process.stderr.write(`--- ${server.name} stderr ---\n${server.stderr()}\n`);
   }

@@ -351,6 +351,11 @@ describe('the Helm chart', () => {
       expect(await refusal({ ...mysql, ...redis, replicaCount: 3, 'config.DPOP_REQUIRE_NONCE': true })).toContain('need secrets.DPOP_NONCE_SECRET');
     });
 
+    it('several replicas without a shared signing-keys secret', async () => {
+      expect(await refusal({ ...mysql, ...redis, replicaCount: 3 })).toContain('needs secrets.SIGNING_KEYS_SECRET');
+      expect(await refusal({ 'secrets.SIGNING_KEYS_SECRET': '' }, [example('production.yaml')])).toContain('needs secrets.SIGNING_KEYS_SECRET');
+    });
+
     it('a pause as long as the grace period', async () => {
       expect(await refusal({ preStopSleepSeconds: 30, terminationGracePeriodSeconds: 30 })).toContain('terminationGracePeriodSeconds must be longer');
     });

@@ -4,6 +4,7 @@ import request from 'supertest';
 import type { ErrorCode } from '../../src/http/error-codes.js';
 import { acceptedKinds, errorCodesOf, servedOn, type RouteDefinition } from '../../src/http/route.js';
 import { mintSession } from '../support/cloud.js';
+import { mintRun, type MintedRun } from '../support/cloud-agents.js';
 import { createPerson, deviceHeaders, enrolDevice, type EnrolledDevice } from '../support/devices.js';
 import { personHeaders, twoOrganisations, type TwoOrganisations } from '../support/organisations.js';
 import { addressSequence, call, createOrganisation, hostOf, startPlatform, unreachableRedis, type TestPlatform } from '../support/platform.js';
@@ -43,11 +44,17 @@ interface Deployment {
   orgs?: TwoOrganisations;
   /** The organisation the credentials act for. */
   organisationId: string;
-  /** An unbound workbench (every scope), a key-bound one, one without any scope. */
+  /** An unbound workbench (every scope), a key-bound one, two with one scope each (each lacks the other's). */
   device: EnrolledDevice;
   bound: EnrolledDevice;
   scopeless: EnrolledDevice;
+  onlyOrganisation: EnrolledDevice;
   boundWithoutRedis: EnrolledDevice;
+  /** An unbound workbench where Redis is away: its requests get as far as the rate limits. */
+  deviceWithoutRedis: EnrolledDevice;
+  /** Cloud agent runs, for the run's MCP endpoint (run credentials). */
+  run: MintedRun;
+  runWithoutRedis: MintedRun;
 }
 
 const nextAddress = addressSequence('10.77');
@@ -57,7 +64,7 @@ function concrete(route: RouteDefinition): string {
 }
 
 async function setUp(env: Record<string, string>): Promise<Deployment> {
-  const platform = await startPlatform({ env: { ...env, TRUST_PROXY: 'loopback', JSON_BODY_LIMIT: '1kb', INGEST_MAX_BYTES: '1kb', DPOP_REQUIRE_NONCE: 'true' } });
+  const platform = await startPlatform({ env: { ...env, TRUST_PROXY: 'loopback', JSON_BODY_LIMIT: '1kb', INGEST_MAX_BYTES: '1kb', MCP_MAX_BYTES: '1kb', MCP_REQUESTS_PER_MINUTE: '5', DPOP_REQUIRE_NONCE: 'true' } });
   const redis = await unreachableRedis();
   const withoutRedis = await startPlatform({ redis, env: { ...env, TRUST_PROXY: 'loopback' } });
   let orgs: TwoOrganisations | undefined;
@@ -73,11 +80,15 @@ async function setUp(env: Record<string, string>): Promise<Deployment> {
   const device = await enrolDevice(platform, { organisationId, personId: person.id });
   const bound = await enrolDevice(platform, { organisationId, personId: person.id, alg: 'ES256' });
   const scopeless = await enrolDevice(platform, { organisationId, personId: person.id, scope: 'relay:connect' });
+  const onlyOrganisation = await enrolDevice(platform, { organisationId, personId: person.id, scope: 'organisation:read' });
   const elsewhere = await createOrganisation(withoutRedis);
   const redisHost = platform.config.deployment === 'self-hosted' ? await hostOf(withoutRedis, elsewhere) : 'api.platform.test';
   const redisPerson = await createPerson(withoutRedis, elsewhere.id, 'owner');
   const boundWithoutRedis = await enrolDevice(withoutRedis, { organisationId: elsewhere.id, personId: redisPerson.id, alg: 'ES256' });
-  return { platform, withoutRedis, redis, host, redisHost, orgs, organisationId, device, bound, scopeless, boundWithoutRedis };
+  const deviceWithoutRedis = await enrolDevice(withoutRedis, { organisationId: elsewhere.id, personId: redisPerson.id });
+  const run = await mintRun(platform, organisationId);
+  const runWithoutRedis = await mintRun(withoutRedis, elsewhere.id);
+  return { platform, withoutRedis, redis, host, redisHost, orgs, organisationId, device, bound, scopeless, onlyOrganisation, boundWithoutRedis, deviceWithoutRedis, run, runWithoutRedis };
 }
 
 async function tearDown(deployment: Deployment | undefined): Promise<void> {
@@ -104,6 +115,7 @@ async function credentialsFor(route: RouteDefinition, deployment: Deployment): P
   if (kinds.includes('device')) return deviceHeaders(deployment.device, route.method, '');
   if (kinds.includes('person') && deployment.orgs) return personHeaders(deployment.orgs.idp, 'owner', `edge-owner-${++people}`);
   if (kinds.includes('cloud-session')) return cloudSession(deployment, deployment.organisationId);
+  if (kinds.includes('run-credential')) return deployment.run.headers;
   throw new Error(`${route.operationId}: no credentials for ${route.auth.join(', ')} in this test`);
 }
 
@@ -116,6 +128,9 @@ async function reach(route: RouteDefinition, code: ErrorCode, d: Deployment) {
   const path = concrete(route);
   const from = { 'X-Forwarded-For': nextAddress() };
   const origin = platform.config.deployment === 'cloud' ? 'https://api.platform.test' : `http://${d.host}`;
+  // DPoP proofs carry the real time: the platforms' clocks follow it (this test runs for a while).
+  platform.clock.set(Date.now());
+  d.withoutRedis.clock.set(Date.now());
   switch (code) {
     case 'invalid_request':
       return call(platform, route.method, path, { host: 'zq7..test', headers: from });
@@ -138,8 +153,10 @@ async function reach(route: RouteDefinition, code: ErrorCode, d: Deployment) {
       return call(platform, route.method, path, { host: d.host, headers: { ...from, Authorization: `Bearer ${d.bound.tokens.access_token}` } });
     case 'use_dpop_nonce':
       return call(platform, route.method, path, { host: d.host, headers: { ...from, ...(await deviceHeaders(d.bound, route.method.toUpperCase(), `${origin}${path}`)) } });
-    case 'insufficient_scope':
-      return call(platform, route.method, path, { host: d.host, headers: { ...from, Authorization: `Bearer ${d.scopeless.tokens.access_token}` } });
+    case 'insufficient_scope': {
+      const lacking = route.deviceScope === d.scopeless.device.scope ? d.onlyOrganisation : d.scopeless;
+      return call(platform, route.method, path, { host: d.host, headers: { ...from, Authorization: `Bearer ${lacking.tokens.access_token}` } });
+    }
     case 'slow_down':
     case 'too_many_requests': {
       const headers = { ...from, ...(await credentialsFor(route, d)) };
@@ -153,9 +170,17 @@ async function reach(route: RouteDefinition, code: ErrorCode, d: Deployment) {
     }
     case 'temporarily_unavailable': {
       const redisOrigin = platform.config.deployment === 'cloud' ? 'https://api.platform.test' : `http://${d.redisHost}`;
-      const headers = route.auth !== 'public' && route.auth.includes('device') && !route.rateLimits?.length
-        ? await deviceHeaders(d.boundWithoutRedis, route.method.toUpperCase(), `${redisOrigin}${path}`)
-        : {};
+      // Credentials that get the request as far as what needs Redis: the DPoP replay cache (a
+      // key-bound token), or a rate limit counted after authentication (a plain token).
+      const kinds = route.auth === 'public' ? [] : route.auth;
+      const countedAfterAuthentication = (route.rateLimits ?? []).some((rule) => rule.by !== 'address') && !(route.rateLimits ?? []).some((rule) => rule.by === 'address');
+      const headers = kinds.includes('run-credential')
+        ? d.runWithoutRedis.headers
+        : kinds.includes('device') && !route.rateLimits?.length
+          ? await deviceHeaders(d.boundWithoutRedis, route.method.toUpperCase(), `${redisOrigin}${path}`)
+          : kinds.includes('device') && countedAfterAuthentication
+            ? await deviceHeaders(d.deviceWithoutRedis, route.method.toUpperCase(), '')
+            : {};
       return call(d.withoutRedis, route.method, path, { host: d.redisHost, headers: { ...from, ...headers } });
     }
     default:

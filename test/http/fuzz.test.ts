@@ -4,6 +4,7 @@ import addFormatsModule from 'ajv-formats';
 import fc from 'fast-check';
 import request, { type Response } from 'supertest';
 import { CONSOLE_REDIRECT, mintSession, startCloud } from '../support/cloud.js';
+import { mintRun } from '../support/cloud-agents.js';
 import { enrolDevice, enrolThroughDeviceCode, createPerson } from '../support/devices.js';
 import { personHeaders, personIdFor, twoOrganisations, type TwoOrganisations } from '../support/organisations.js';
 import { addressSequence, createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
@@ -13,9 +14,12 @@ import { addressSequence, createOrganisation, startPlatform, type TestPlatform }
  * (fast-check, fixed seed): wrong types, missing and extra fields, huge and deeply nested values,
  * odd Unicode, malformed headers, encodings and path parameters, with and without valid
  * credentials of each kind the operation accepts there (device tokens; person tokens on
- * self-hosted, Cloud sessions on Cloud, a fresh one for each operation). Whatever comes, the answer is never a 5xx, an error body matches the error schema,
- * and the status (and error code) is one the document declares for that operation. Operations
- * are discovered from the document: a new route is fuzzed without a change here.
+ * self-hosted, Cloud sessions on Cloud, a fresh one for each operation; a cloud agent run's
+ * credential, whose run's id is among the known ids). Whatever comes, the answer is never a 5xx,
+ * an error body matches the error schema (or a protocol error the operation declares: the MCP
+ * endpoint's JSON-RPC errors), and the status (and error code) is one the document declares for
+ * that operation. Operations are discovered from the document: a new route is fuzzed without a
+ * change here.
  */
 
 const SEED = 20261124;
@@ -107,6 +111,7 @@ function near(schema: Schema | undefined, doc: Schema, depth = 0): fc.Arbitrary<
   if (depth > 4) return fc.constant(null);
   if ('const' in s) return fc.constant(s.const);
   if (Array.isArray(s.enum)) return fc.constantFrom(...(s.enum as unknown[]));
+  if (Array.isArray(s.oneOf) && s.oneOf.length) return fc.oneof(...(s.oneOf as Schema[]).map((choice) => near(choice, doc, depth + 1)));
   const type = Array.isArray(s.type) ? (s.type as string[]).find((t) => t !== 'null') : (s.type as string | undefined);
   switch (type) {
     case 'object': {
@@ -217,6 +222,8 @@ interface Credentials {
   person: Record<string, string> | undefined;
   /** Cloud: an owner's session, acting for the organisation (`X-Platform-Organisation`). */
   session: Record<string, string> | undefined;
+  /** A cloud agent run's credential (its run's id is a known id). */
+  run: Record<string, string>;
 }
 
 const MALFORMED_PATH_VALUES = ['%', '%zz', '%E0%A4%A', '%C0%AF', '..', '%2F', '%00', 'a'.repeat(5000), '%F0%9F%98%80'];
@@ -226,6 +233,7 @@ const garbageAuthorization = fc.oneof(
   fc.string({ maxLength: 60 }).map((junk) => `Bearer ${junk}`),
   fc.string({ maxLength: 60 }).map((junk) => `DPoP ${junk}`),
   fc.string({ maxLength: 60 }).map((junk) => `Bearer platform_at_${junk}`),
+  fc.string({ maxLength: 60 }).map((junk) => `Bearer platform_cr_${junk}`),
   fc.constantFrom('Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', `Bearer ${'a'.repeat(9000)}`, 'Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.', 'Bearer a b c'),
 );
 
@@ -247,6 +255,7 @@ function requestArbitrary(operation: Operation, doc: Schema, host: string, crede
     ...(schemes.has('deviceToken') ? [credentials.device] : []),
     ...(schemes.has('personToken') && credentials.person ? [credentials.person] : []),
     ...(schemes.has('cloudSession') && credentials.session ? [credentials.session] : []),
+    ...(schemes.has('runCredential') ? [credentials.run] : []),
   ];
   const validAuth = accepted.length ? fc.constantFrom(...accepted) : fc.constant({} as Record<string, string>);
 
@@ -262,9 +271,14 @@ function requestArbitrary(operation: Operation, doc: Schema, host: string, crede
     oddString.filter((value) => value !== '').map((value) => encode(value.slice(0, 300))),
     fc.string({ minLength: 1, maxLength: 40 }).map((value) => encode(value)),
   );
-  // An id of something that exists, or a value of the parameter's own schema (a picture's slug).
+  // An id of something that exists (most often one the deployment holds: a project, a run), or a
+  // value of the parameter's own schema (a picture's slug).
   const plausible = (parameter: Operation['parameters'][number]) =>
-    fc.oneof(plausibleId, near(parameter.schema, doc).map((value) => encode(asText(value))).filter((value) => value !== ''));
+    fc.oneof(
+      ...(KNOWN_IDS.length ? [{ weight: 2, arbitrary: fc.constantFrom(...KNOWN_IDS).map(encode) }] : []),
+      { weight: 1, arbitrary: plausibleId },
+      { weight: 1, arbitrary: near(parameter.schema, doc).map((value) => encode(asText(value))).filter((value) => value !== '') },
+    );
   const path = (fault: boolean) =>
     fc.tuple(...pathParameters.map((parameter) => (fault ? fc.oneof(badPathValue, plausible(parameter)) : plausible(parameter)))).map(fillPath);
 
@@ -295,6 +309,7 @@ function requestArbitrary(operation: Operation, doc: Schema, host: string, crede
     fc.constant(credentials.device),
     fc.constant(credentials.person ?? {}),
     fc.constant(credentials.session ?? {}),
+    fc.constant(credentials.run),
     // A session naming an organisation its person does not belong to.
     fc.constant(credentials.session ? { ...credentials.session, 'X-Platform-Organisation': 'org_0000000000000000' } : {}),
     garbageAuthorization.map((value) => ({ Authorization: value })),
@@ -400,7 +415,14 @@ function expectDeclared(operation: Operation, validatorAt: (pointer: string) => 
   const pointer = `/paths/${pointerPart(operation.path)}/${operation.method}/responses/${res.status}/content/${pointerPart('application/json')}/schema`;
   const validate = validatorAt(pointer);
   if (!validate(res.body)) throw new Error(`the answer does not match its declared schema (${JSON.stringify(validate.errors?.[0])}): ${where}`);
-  if (res.status >= 400 && !validatorAt('/components/schemas/Error')(res.body)) throw new Error(`not the error body: ${where}`);
+  if (res.status >= 400 && !validatorAt('/components/schemas/Error')(res.body) && !declaredProtocolError(json.schema, res.body)) throw new Error(`not the error body: ${where}`);
+}
+
+/** A protocol error (the MCP endpoint's JSON-RPC error responses) whose `error.code` the answer's schema lists. */
+function declaredProtocolError(schema: Schema, body: unknown): boolean {
+  const code = (body as { error?: { code?: unknown } } | null)?.error?.code;
+  const choices = (Array.isArray(schema.oneOf) ? schema.oneOf : [schema]) as Schema[];
+  return typeof code === 'number' && choices.some((choice) => ((choice.properties as { error?: { properties?: { code?: { enum?: unknown[] } } } } | undefined)?.error?.properties?.code?.enum ?? []).includes(code));
 }
 
 // The deployments -----------------------------------------------------------------------------
@@ -423,8 +445,10 @@ async function selfHosted(): Promise<Deployment> {
   const tokens = await enrolThroughDeviceCode(platform, orgs.host, owner, { headers: { 'X-Forwarded-For': from() } });
   // The devices' person owns the project, so that its pictures can be read and written.
   const project = await platform.services.projects.create(orgs.organisation.id, { name: 'Fuzzed', owner: await personIdFor(platform, orgs.idp, 'owner') });
-  KNOWN_IDS.splice(0, KNOWN_IDS.length, project.id);
-  return { platform, orgs, host: orgs.host, credentials: { device: { Authorization: `Bearer ${tokens.access_token}` }, person: owner, session: undefined } };
+  // A run of another person's workbench: the fuzzed device's requests can neither end it nor count against it.
+  const run = await mintRun(platform, orgs.organisation.id);
+  KNOWN_IDS.splice(0, KNOWN_IDS.length, project.id, run.runId);
+  return { platform, orgs, host: orgs.host, credentials: { device: { Authorization: `Bearer ${tokens.access_token}` }, person: owner, session: undefined, run: run.headers } };
 }
 
 async function cloud(): Promise<Deployment> {
@@ -434,12 +458,13 @@ async function cloud(): Promise<Deployment> {
   const person = await createPerson(platform, organisation.id, 'owner');
   const { tokens } = await enrolDevice(platform, { organisationId: organisation.id, personId: person.id });
   const project = await platform.services.projects.create(organisation.id, { name: 'Fuzzed', owner: person.id });
-  KNOWN_IDS.splice(0, KNOWN_IDS.length, project.id, CONSOLE_REDIRECT);
+  const run = await mintRun(platform, organisation.id);
+  KNOWN_IDS.splice(0, KNOWN_IDS.length, project.id, CONSOLE_REDIRECT, run.runId);
   return {
     platform,
     host: new URL(platform.config.baseUrl!).host,
     organisationId: organisation.id,
-    credentials: { device: { Authorization: `Bearer ${tokens.access_token}` }, person: undefined, session: undefined },
+    credentials: { device: { Authorization: `Bearer ${tokens.access_token}` }, person: undefined, session: undefined, run: run.headers },
   };
 }
 
@@ -497,6 +522,10 @@ describe.each([
     }
     expect(sent).toBeGreaterThanOrEqual(operations.length * RUNS_PER_OPERATION);
     if (process.env.FUZZ_STATS) console.log([...statuses].sort().map(([k, v]) => `${k}: ${v}`).join('\n'));
+    // The run credential got requests through to the MCP endpoint's relay, not only refused.
+    const mcp = operations.filter((operation) => JSON.stringify(operation.security).includes('runCredential'));
+    expect(mcp.map((operation) => operation.operationId)).toEqual(['callCloudAgentRunTools']);
+    expect([...statuses.keys()].filter((key) => /^callCloudAgentRunTools 20[02]/.test(key)).length).toBeGreaterThan(0);
     // Nothing the fuzz sent was logged as an unexpected failure.
     expect(d.platform.logs.filter((line) => (line.level as number) >= 50)).toEqual([]);
   }, 180_000);

@@ -24,7 +24,7 @@ describe('health', () => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       status: 'ready',
-      checks: { database: 'ok', migrations: 'ok', redis: 'not configured', rateLimits: 'in process', replayCache: 'in process' },
+      checks: { database: 'ok', migrations: 'ok', redis: 'not configured', rateLimits: 'in process', replayCache: 'in process', relay: 'in process' },
     });
     expect(res.headers['cache-control']).toBe('no-store');
   });
@@ -40,7 +40,7 @@ describe('readiness while migrations are pending (MIGRATE_ON_START=false leaves 
       expect(pending.body).toEqual({
         error: 'not_ready',
         message: 'not ready: migrations is not usable',
-        checks: { database: 'ok', migrations: 'pending', redis: 'not configured', rateLimits: 'in process', replayCache: 'in process' },
+        checks: { database: 'ok', migrations: 'pending', redis: 'not configured', rateLimits: 'in process', replayCache: 'in process', relay: 'in process' },
       });
       expect((await call(platform, 'get', '/readyz')).status).toBe(503);
 
@@ -75,8 +75,8 @@ describe('readiness when a dependency is down', () => {
     expect(res.status).toBe(503);
     expect(res.body).toEqual({
       error: 'not_ready',
-      message: 'not ready: redis, rateLimits and replayCache are not usable',
-      checks: { database: 'ok', migrations: 'ok', redis: 'unreachable', rateLimits: 'unreachable', replayCache: 'unreachable' },
+      message: 'not ready: redis, rateLimits, replayCache and relay are not usable',
+      checks: { database: 'ok', migrations: 'ok', redis: 'unreachable', rateLimits: 'unreachable', replayCache: 'unreachable', relay: 'not subscribed' },
     });
     redis.disconnect();
     await platform.close();

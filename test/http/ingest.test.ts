@@ -374,6 +374,36 @@ describe('identities, times and fields stored as sent (both databases)', () => {
     expect(res.body.accepted.events).toBe(1);
   });
 
+  it.each([
+    ['events', (at: string) => ({ events: [{ ...event(1), at }] }), 'body.events[0].at'],
+    ['usage', (at: string) => ({ usage: [{ id: 'u-1', at, provider: 'p', model: 'm', inputTokens: 1, outputTokens: 1, cachedTokens: 0, cost: 0 }] }), 'body.usage[0].at'],
+    ['audit', (at: string) => ({ audit: [{ id: 'a-1', at, actor: 'me', action: 'file.write' }] }), 'body.audit[0].at'],
+    ['tasks', (at: string) => ({ tasks: [{ id: 't-1', title: 't', status: 'pending', createdAt: '2026-01-01T00:00:00Z', updatedAt: at }] }), 'body.tasks[0].updatedAt'],
+  ] as const)('refuses %s at a time whose offset takes it out of the years a stored timestamp holds (400 naming it, never a database failure)', async (list, items, field) => {
+    const device = await newDevice();
+    for (const at of ['9999-12-31T23:30:00-01:00', '1000-01-01T00:30:00+01:00', '0000-01-01T00:00:00Z']) {
+      const res = await upload(device, envelope(items(at)));
+      expect({ at, status: res.status, error: res.body.error, field: res.body.field }).toEqual({ at, status: 400, error: 'invalid_request', field });
+    }
+    // The first and last instants the rule holds are stored.
+    for (const at of ['1000-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z', '1000-01-01T05:00:00+05:00']) {
+      const workspaceId = `ws-edge-${list}-${at.length}-${at.slice(0, 4)}`;
+      const res = await upload(device, envelope({ ...items(at), workspaceId }));
+      expect({ at, status: res.status }).toEqual({ at, status: 200 });
+      if (list !== 'events') continue;
+      // And they read back as the same instants.
+      const read = await call(platform, 'get', `/platform/v1/ingest/events?workspaceId=${workspaceId}`, { host, headers: admin() });
+      expect(read.body.items.map((item: { at: string }) => item.at)).toEqual([new Date(at).toISOString()]);
+    }
+  });
+
+  it('refuses since and until out of the years a stored timestamp holds (400 naming them)', async () => {
+    for (const query of ['since=9999-12-31T23:30:00-01:00', 'until=0000-01-01T00:00:00Z']) {
+      const res = await call(platform, 'get', `/platform/v1/ingest/events?workspaceId=ws-read&${query.replace(/[:+]/g, encodeURIComponent)}`, { host, headers: admin() });
+      expect({ query, status: res.status, error: res.body.error, field: res.body.field }).toEqual({ query, status: 400, error: 'invalid_request', field: `query.${query.split('=')[0]}` });
+    }
+  });
+
   it('redacts task titles and audit actors too, and keeps redacted labels within their column', async () => {
     const device = await newDevice();
     const token = 'ghp_' + 'a1B2'.repeat(9);

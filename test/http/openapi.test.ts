@@ -25,8 +25,15 @@ describe('GET /openapi.json', () => {
 
   it('describes a security scheme for every token kind this deployment accepts, and no other', async () => {
     const { body } = await call(platform, 'get', '/openapi.json');
-    expect(Object.keys(body.components.securitySchemes).sort()).toEqual(['deviceDpop', 'deviceToken', 'personToken']);
+    expect(Object.keys(body.components.securitySchemes).sort()).toEqual(['deviceDpop', 'deviceToken', 'personToken', 'runCredential']);
     expect(body.components.securitySchemes.deviceDpop).toMatchObject({ type: 'http', scheme: 'DPoP' });
+    // A run credential is taken by its run's MCP endpoint and nowhere else.
+    const withRunCredential = Object.entries(body.paths as Record<string, Record<string, Operation>>).flatMap(([path, item]) =>
+      Object.entries(item)
+        .filter(([, op]) => JSON.stringify(op.security).includes('runCredential'))
+        .map(([method]) => `${method} ${path}`),
+    );
+    expect(withRunCredential).toEqual(['post /cloud-agents/v1/runs/{runId}/mcp']);
   });
 
   it('lists every declared route once, with an operationId, and marks extensions', async () => {
@@ -140,11 +147,11 @@ describe('the Cloud document', () => {
   });
   afterAll(() => cloud.close());
 
-  it('describes only what Cloud serves: device tokens and Cloud sessions, never person tokens, and every operation a session can call', async () => {
+  it('describes only what Cloud serves: device tokens, Cloud sessions and run credentials, never person tokens, and every operation a session can call', async () => {
     const { body } = await call(cloud, 'get', '/openapi.json');
-    expect(Object.keys(body.components.securitySchemes).sort()).toEqual(['cloudSession', 'deviceDpop', 'deviceToken']);
+    expect(Object.keys(body.components.securitySchemes).sort()).toEqual(['cloudSession', 'deviceDpop', 'deviceToken', 'runCredential']);
     const text = JSON.stringify(body);
-    for (const absent of ['personToken', 'runCredential', 'unknown_tenant']) expect(text).not.toContain(absent);
+    for (const absent of ['personToken', 'unknown_tenant']) expect(text).not.toContain(absent);
     // The operations people call (administration, device approval, policy publishes and
     // restores) are served to Cloud sessions, with the header that names the organisation.
     const session = [{ cloudSession: [] }];

@@ -39,6 +39,25 @@ describe('when Redis is configured but unreachable', () => {
     expect(res.body.error).toBe('temporarily_unavailable');
   });
 
+  it('refuses MCP requests with 503 rather than leaving a run unlimited', async () => {
+    const person = await createPerson(platform, organisationId);
+    const device = await enrolDevice(platform, { organisationId, personId: person.id });
+    const projectId = (await platform.services.projects.create(organisationId, { name: 'p' })).id;
+    const run = await call(platform, 'post', '/cloud-agents/v1/runs', {
+      host,
+      headers: await deviceHeaders(device, 'POST', ''),
+      body: { provider: 'codex', projectId, workspaceId: 'w', tools: ['t'] },
+    });
+    expect(run.status).toBe(201);
+    const res = await call(platform, 'post', `/cloud-agents/v1/runs/${run.body.runId}/mcp`, {
+      host,
+      headers: { Authorization: `Bearer ${run.body.mcp.token}` },
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+    });
+    expect(res.status).toBe(503);
+    expect(res.body.error).toBe('temporarily_unavailable');
+  });
+
   it('still serves what does not need Redis', async () => {
     const person = await createPerson(platform, organisationId);
     const device = await enrolDevice(platform, { organisationId, personId: person.id });

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { errorCodesOf, fullProfile, servedOn } from '../../src/http/route.js';
+import { errorCodesOf, fullProfile, protocolCodesOf, servedOn } from '../../src/http/route.js';
 import { answerKey } from '../support/suite-record.js';
 import { startPlatform, type TestPlatform } from '../support/platform.js';
 import { keyOf, runDir } from '../support/suite-run.mjs';
@@ -12,7 +12,8 @@ import { keyOf, runDir } from '../support/suite-run.mjs';
  * leaves what it saw through test/support/suite-record.ts):
  *
  * - every answer the API declares, on either deployment (each operation's success statuses and
- *   each (status, error code) of `errorCodesOf`, with every feature on), was answered to some
+ *   each (status, error code) of `errorCodesOf`, with every feature on, and of `protocolCodesOf`:
+ *   the MCP endpoint's JSON-RPC errors), was answered to some
  *   `call()` of some test: a declared code no test reaches is a promise nobody checked;
  * - no log line of any file holds a secret that file's service handed out (device tokens and
  *   refresh tokens, device and user codes, join keys, Cloud session tokens, one-time sign-in codes,
@@ -82,7 +83,7 @@ describe('the whole suite', () => {
         for (const status of Object.keys(route.responses).map(Number).filter((s) => s < 400)) {
           declared.set(answerKey(route.operationId, status, undefined), profile.deployment);
         }
-        for (const [status, codes] of errorCodesOf(route, profile)) {
+        for (const [status, codes] of [...errorCodesOf(route, profile), ...protocolCodesOf(route)]) {
           for (const code of codes) declared.set(answerKey(route.operationId, status, code), profile.deployment);
         }
       }

@@ -20,6 +20,6 @@ describe('readiness with a real Redis', () => {
   it('reports the database, its migrations, Redis and what stands on it as ok', async () => {
     const res = await call(platform, 'get', '/readyz');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 'ready', checks: { database: 'ok', migrations: 'ok', redis: 'ok', rateLimits: 'ok', replayCache: 'ok' } });
+    expect(res.body).toEqual({ status: 'ready', checks: { database: 'ok', migrations: 'ok', redis: 'ok', rateLimits: 'ok', replayCache: 'ok', relay: 'ok' } });
   });
 });

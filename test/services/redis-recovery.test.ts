@@ -14,7 +14,8 @@ import { RedisServer } from '../support/redis-server.js';
  * names what is not usable, requests that need Redis are refused with 503 (never let through),
  * and everything works again when Redis is back, without restarting the platform, also when
  * Redis was away when the platform started. A Redis restart forgets the rate-limit scripts: the
- * store loads them again (NOSCRIPT, and on reconnect).
+ * store loads them again (NOSCRIPT, and on reconnect). The relay's subscription (calls for
+ * workbenches held by other replicas) comes back the same way.
  */
 
 /** Real time: these wait for a real process and a real reconnecting client. */
@@ -96,20 +97,23 @@ async function withProof(setup: Setup) {
 const readiness = (setup: Setup) => call(setup.platform, 'get', '/readyz');
 
 async function expectWorking(setup: Setup): Promise<void> {
+  // The relay subscribes on a connection of its own, which reconnects on its own schedule.
+  await until(async () => (await readiness(setup)).body.checks?.relay === 'ok', 'the relay to subscribe again');
   const ready = await readiness(setup);
   expect(ready.status).toBe(200);
-  expect(ready.body.checks).toEqual({ database: 'ok', migrations: 'ok', redis: 'ok', rateLimits: 'ok', replayCache: 'ok' });
+  expect(ready.body.checks).toEqual({ database: 'ok', migrations: 'ok', redis: 'ok', rateLimits: 'ok', replayCache: 'ok', relay: 'ok' });
   expect((await askForCode(setup)).status).toBe(200);
   expect((await withProof(setup)).status).toBe(200);
 }
 
 async function expectRefusing(setup: Setup): Promise<void> {
+  await until(async () => (await readiness(setup)).body.checks?.relay === 'not subscribed', 'the relay to notice Redis is gone');
   const ready = await readiness(setup);
   expect(ready.status).toBe(503);
   expect(ready.body).toEqual({
     error: 'not_ready',
-    message: 'not ready: redis, rateLimits and replayCache are not usable',
-    checks: { database: 'ok', migrations: 'ok', redis: 'unreachable', rateLimits: 'unreachable', replayCache: 'unreachable' },
+    message: 'not ready: redis, rateLimits, replayCache and relay are not usable',
+    checks: { database: 'ok', migrations: 'ok', redis: 'unreachable', rateLimits: 'unreachable', replayCache: 'unreachable', relay: 'not subscribed' },
   });
   const limited = await askForCode(setup);
   expect(limited.status).toBe(503);
@@ -184,7 +188,7 @@ describe('Redis that answers but cannot run the rate-limit scripts', () => {
       expect(ready.status).toBe(503);
       expect(ready.body).toMatchObject({
         message: 'not ready: rateLimits is not usable',
-        checks: { redis: 'ok', rateLimits: 'scripts not loaded', replayCache: 'ok' },
+        checks: { redis: 'ok', rateLimits: 'scripts not loaded', replayCache: 'ok', relay: 'ok' },
       });
       const refused = await askForCode(setup);
       expect(refused.status).toBe(503);

@@ -171,6 +171,11 @@ describe('starting with Redis down', () => {
 
     await redis.start();
     await service.until(() => (service.lines.some((line) => line.msg === 'redis reachable') ? true : undefined), 'Redis to be reachable');
+    // The relay's subscription has a connection of its own, back on its own reconnect schedule.
+    for (let deadline = Date.now() + 10_000; (await fetch(`${base}/readyz`)).status !== 200; ) {
+      if (Date.now() > deadline) throw new Error('not ready 10 s after Redis came back');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     const ready = await fetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
     expect((await code()).status).toBe(200);

@@ -1,4 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import request, { type Response } from 'supertest';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -7,12 +8,14 @@ import { buildApp, type Platform } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createDataSource } from '../../src/db/data-source.js';
 import { createLogger } from '../../src/logger.js';
-import { answerSchema } from '../../src/http/route.js';
+import { answerCode, answerSchema } from '../../src/http/route.js';
 import type { NewOrganisation } from '../../src/modules/organisation/service.js';
 import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { freshDatabase, type TestDatabase } from './database.js';
-import { recordAnswer, recordLogs, recordSecretsOf, recordShortSecretsOf } from './suite-record.js';
+import { recordAnswer, recordLogs, recordSecret, recordSecretsOf, recordShortSecretsOf } from './suite-record.js';
+import { SigningKeyEntity } from '../../src/modules/relay/entities.js';
+import { openPrivateJwk } from '../../src/modules/relay/signing-keys.js';
 import type { DataSource } from 'typeorm';
 import type { Redis } from 'ioredis';
 
@@ -63,6 +66,8 @@ export async function startPlatform(options: StartOptions = {}): Promise<TestPla
     recordSecretsOf(mail.text);
     return send(mail);
   };
+  await platform.start();
+  await recordSigningKeys(config, dataSource);
   return {
     ...platform,
     app: recordingSecrets(platform.app),
@@ -72,9 +77,44 @@ export async function startPlatform(options: StartOptions = {}): Promise<TestPla
     database,
     logs,
     close: async () => {
+      await recordSigningKeys(config, dataSource);
+      await platform.stop();
       await dataSource.destroy();
       await database.drop();
     },
+  };
+}
+
+/**
+ * The relay's signing key material, for the suite's log scan: SIGNING_KEYS_SECRET, and each key in
+ * the database sealed and opened (its private `d`). Without the secret the keys never leave the
+ * process (nothing of them is stored or answered).
+ */
+async function recordSigningKeys(config: Config, dataSource: DataSource): Promise<void> {
+  const secret = config.signingKeys.secret;
+  if (!secret || !dataSource.isInitialized) return;
+  recordSecret(secret.toString('base64url'));
+  for (const key of await dataSource.getRepository(SigningKeyEntity).find()) {
+    recordSecret(key.privateSealed);
+    recordSecret(openPrivateJwk(secret, key.kid, key.privateSealed)?.d);
+  }
+}
+
+/** The platform on a real loopback port (ephemeral), WebSocket upgrades included, as main.ts serves it. */
+export async function listen(platform: Platform): Promise<{ origin: string; port: number; server: Server; close(): Promise<void> }> {
+  const server = createServer(platform.app);
+  server.on('upgrade', platform.upgrade);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    port,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -142,7 +182,7 @@ const ajv = new Ajv2020({ strict: false, allErrors: true });
 
 export function expectDeclaredAnswer(platform: Platform, method: string, path: string, res: Response): void {
   const route = platform.registry.find(method, path);
-  const code = res.status >= 400 ? (res.body as { error?: unknown } | undefined)?.error : undefined;
+  const code = res.status >= 400 ? answerCode(res.body) : undefined;
   const schema = answerSchema(route, res.status, code, platform.profile);
   if (schema === null) {
     const what = res.status >= 400 ? `${res.status} ${String(code)}` : String(res.status);
@@ -175,8 +215,8 @@ export async function call(platform: Platform, method: 'get' | 'post' | 'put' | 
   const res = await test;
   // For the suite-wide checks: which declared answers some test reached, which secrets exist.
   const route = platform.registry.find(method, path);
-  const code = res.status >= 400 ? (res.body as { error?: unknown } | undefined)?.error : undefined;
-  if (route) recordAnswer(route.operationId, res.status, typeof code === 'string' ? code : undefined);
+  const code = res.status >= 400 ? answerCode(res.body) : undefined;
+  if (route) recordAnswer(route.operationId, res.status, code === undefined ? undefined : String(code));
   recordSecretsOf(res.body);
   expectDeclaredAnswer(platform, method, path, res);
   return res;

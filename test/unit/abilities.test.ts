@@ -95,6 +95,49 @@ describe('policies: project', () => {
   });
 });
 
+describe('policies: cloud agent runs', () => {
+  const run = (id: string, deviceId: string, organisationId = ORG) => subject('CloudAgentRun', { id, organisationId, deviceId });
+  const workbench: Actor = { ...actor('device', undefined), deviceId: 'dev_1', deviceKind: 'workbench' };
+  const node: Actor = { ...actor('device', undefined), deviceId: 'dev_2', deviceKind: 'node' };
+  const credential: Actor = { ...actor('run-credential', undefined), deviceId: 'dev_1', runId: 'run_1' };
+
+  it('lets a workbench register runs in its organisation, and report and end only its own', () => {
+    const ability = defineAbilityFor(workbench);
+    expect(ability.can('create', subject('CloudAgentRun', { organisationId: ORG }) as never)).toBe(true);
+    expect(ability.can('create', subject('CloudAgentRun', { organisationId: OTHER_ORG }) as never)).toBe(false);
+    expect(ability.can('update', run('run_1', 'dev_1') as never)).toBe(true);
+    expect(ability.can('update', run('run_9', 'dev_9') as never)).toBe(false);
+    expect(ability.can('update', run('run_1', 'dev_1', OTHER_ORG) as never)).toBe(false);
+    expect(ability.can('relay', run('run_1', 'dev_1') as never)).toBe(false);
+  });
+
+  it('never lets a node register, report or end a run, whoever approved it', () => {
+    for (const role of ['owner', 'admin', 'member'] as const) {
+      const ability = defineAbilityFor({ ...node, role });
+      expect(ability.can('create', subject('CloudAgentRun', { organisationId: ORG }) as never)).toBe(false);
+      expect(ability.can('update', run('run_2', 'dev_2') as never)).toBe(false);
+    }
+  });
+
+  it('lets a run credential reach its own run only, and a person none of it', () => {
+    const ability = defineAbilityFor(credential);
+    expect(ability.can('relay', run('run_1', 'dev_1') as never)).toBe(true);
+    expect(ability.can('relay', run('run_2', 'dev_1') as never)).toBe(false);
+    expect(ability.can('relay', run('run_1', 'dev_1', OTHER_ORG) as never)).toBe(false);
+    expect(ability.can('update', run('run_1', 'dev_1') as never)).toBe(false);
+    for (const kind of ['person', 'cloud-session'] as const) {
+      const person = defineAbilityFor(actor(kind, 'owner'));
+      for (const action of ['create', 'update', 'relay'] as const) expect(person.can(action, run('run_1', 'dev_1') as never)).toBe(false);
+    }
+  });
+
+  it('does not hand one device the ability built for another (abilities are cached per caller)', () => {
+    expect(defineAbilityFor(workbench).can('update', run('run_1', 'dev_1') as never)).toBe(true);
+    expect(defineAbilityFor({ ...workbench, deviceId: 'dev_3' }).can('update', run('run_1', 'dev_1') as never)).toBe(false);
+    expect(defineAbilityFor({ ...workbench, deviceKind: 'node' }).can('create', subject('CloudAgentRun', { organisationId: ORG }) as never)).toBe(false);
+  });
+});
+
 describe('policies: team, member, invitation', () => {
   const allows = (who: Actor, action: Action, type: string, record: Record<string, unknown>) => defineAbilityFor(who).can(action, subject(type, { ...record }) as never);
   const member = (personId: string, role: OrganisationRole, newRole: OrganisationRole | null = null, organisationId = ORG) => ({ organisationId, personId, role, newRole });

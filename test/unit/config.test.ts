@@ -63,6 +63,14 @@ describe('config', () => {
     [{ TRUST_PROXY: 'everyone' }, /^TRUST_PROXY: /],
     [{ JSON_BODY_LIMIT: 'huge' }, /^JSON_BODY_LIMIT: /],
     [{ OIDC_ALLOW_HTTP_LOOPBACK: 'maybe' }, /^OIDC_ALLOW_HTTP_LOOPBACK: /],
+    [{ RUN_CREDENTIAL_MAX_TTL_SECONDS: '14401' }, /^RUN_CREDENTIAL_MAX_TTL_SECONDS: must be between 60 and 14400/],
+    [{ MCP_MAX_BYTES: 'lots' }, /^MCP_MAX_BYTES: /],
+    [{ MCP_REQUESTS_PER_MINUTE: '0' }, /^MCP_REQUESTS_PER_MINUTE: /],
+    [{ RELAY_CALL_TIMEOUT_MS: '10' }, /^RELAY_CALL_TIMEOUT_MS: /],
+    [{ RELAY_HEARTBEAT_MS: 'often' }, /^RELAY_HEARTBEAT_MS: /],
+    [{ RELAY_ASSERTION_TTL_SECONDS: '3600' }, /^RELAY_ASSERTION_TTL_SECONDS: /],
+    [{ SIGNING_KEYS_SECRET: 'short' }, /^SIGNING_KEYS_SECRET: must be at least 32 random bytes/],
+    [{ SIGNING_KEY_ROTATION_SECONDS: '600' }, /^SIGNING_KEY_ROTATION_SECONDS: /],
     [{ JSON_MAX_DEPTH: '4' }, /^JSON_MAX_DEPTH: must be between 8 and 256/],
     [{ JSON_MAX_DEPTH: '1000' }, /^JSON_MAX_DEPTH: must be between 8 and 256/],
     [{ JSON_MAX_KEYS: 'many' }, /^JSON_MAX_KEYS: must be a whole number/],
@@ -74,6 +82,14 @@ describe('config', () => {
     const message = refusal(env as Record<string, string>);
     expect(message).toMatch(pattern);
     expect(message).not.toContain('\n');
+  });
+
+  it('has the limits of spec section 8 for cloud agent runs, and relay defaults', () => {
+    const config = loadConfig({});
+    expect(config.cloudAgents).toEqual({ credentialMaxTtlSeconds: 4 * 3600, mcpMaxBytes: 1024 * 1024, mcpRequestsPerMinute: 300 });
+    expect(config.relay).toEqual({ callTimeoutMs: 30_000, heartbeatMs: 30_000, assertionTtlSeconds: 60 });
+    expect(config.signingKeys).toEqual({ secret: undefined, rotationSeconds: 30 * 86_400 });
+    expect(loadConfig({ SIGNING_KEYS_SECRET: Buffer.alloc(32, 7).toString('base64url') }).signingKeys.secret).toEqual(Buffer.alloc(32, 7));
   });
 
   it('never repeats a database password in its refusal', () => {

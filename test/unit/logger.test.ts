@@ -43,6 +43,22 @@ describe('logger redaction', () => {
   });
 });
 
+describe('signing key material', () => {
+  it('removes a private JWK\'s private members, and sealed keys, wherever they sit; public keys stay', () => {
+    const { lines, logger } = capture();
+    logger.info({
+      key: { kty: 'EC', crv: 'P-256', x: 'public-x', y: 'public-y', d: 's3cr3t-private-d', kid: 'sk_1' },
+      keys: [{ kty: 'RSA', n: 'public-n', e: 'AQAB', p: 's3cr3t-p', q: 's3cr3t-q', dp: 's3cr3t-dp', dq: 's3cr3t-dq', qi: 's3cr3t-qi' }],
+      record: { kid: 'sk_2', privateSealed: 'v1.s3cr3t-iv.s3cr3t-ciphertext.s3cr3t-tag', privateJwk: 's3cr3t-jwk' },
+      // Not a key: a field named `d` of anything else stays.
+      point: { d: 4 },
+    });
+    const written = lines.join('');
+    expect(written).not.toMatch(/s3cr3t/);
+    for (const kept of ['public-x', 'public-y', 'public-n', 'sk_1', 'sk_2', '"d":4']) expect(written).toContain(kept);
+  });
+});
+
 describe('logged failures', () => {
   it('never carry the values a failed query was bound to', () => {
     const { lines, logger } = capture();

@@ -96,6 +96,9 @@ is one the service can run as configured.
 {{- if and $multi .Values.config.DPOP_REQUIRE_NONCE (not .Values.secrets.DPOP_NONCE_SECRET) -}}
 {{- fail "DPoP nonces with more than one replica need secrets.DPOP_NONCE_SECRET (the same key on every replica): openssl rand -base64 32" -}}
 {{- end -}}
+{{- if and $multi (not .Values.secrets.SIGNING_KEYS_SECRET) -}}
+{{- fail "more than one replica needs secrets.SIGNING_KEYS_SECRET (the same key on every replica), so that every replica signs relay assertions with, and publishes, the same keys: openssl rand -base64 32" -}}
+{{- end -}}
 {{- else if include "platform.hasSecrets" . -}}
 {{- fail "existingSecret is set: put the secret settings in that Secret and leave secrets.* empty" -}}
 {{- end -}}

@@ -13,7 +13,9 @@ import { named } from '../../http/schema.js';
  * - `redis`: answers (when REDIS_URL is set);
  * - `rateLimits`: the counters' scripts are loaded in Redis (loaded again here when Redis forgot
  *   them), `in process` without Redis, `disabled` with RATE_LIMITS_ENABLED=false;
- * - `replayCache`: the DPoP replay cache can write in Redis, `in process` without Redis.
+ * - `replayCache`: the DPoP replay cache can write in Redis, `in process` without Redis;
+ * - `relay`: the control channel's routing is subscribed to this replica's Redis channel (calls
+ *   for workbenches held by other replicas travel there), `in process` without Redis.
  *
  * Nothing is cached but "no migration pending" (a running service's code never gains one), so
  * readiness follows a dependency back as soon as it answers again.
@@ -55,7 +57,7 @@ const readinessSchema = named('Readiness', {
     checks: {
       type: 'object',
       description:
-        'Each part and what it said: `database`, `migrations`, `redis`, `rateLimits`, `replayCache`. `ok`; `not configured` (Redis without REDIS_URL: one replica only); `in process` (a component kept in this process for want of Redis); `disabled` (rate limits with RATE_LIMITS_ENABLED=false).',
+        'Each part and what it said: `database`, `migrations`, `redis`, `rateLimits`, `replayCache`, `relay`. `ok`; `not configured` (Redis without REDIS_URL: one replica only); `in process` (a component kept in this process for want of Redis); `disabled` (rate limits with RATE_LIMITS_ENABLED=false).',
       additionalProperties: { type: 'string', enum: [...READY_STATES] },
     },
   },
@@ -72,7 +74,7 @@ const notReadySchema = named('NotReady', {
     checks: {
       type: 'object',
       description:
-        'Each part and what it said: a ready state as in `Readiness`, or `unreachable`, `timed out`, `pending` (migrations not applied) or `scripts not loaded`.',
+        'Each part and what it said: a ready state as in `Readiness`, or `unreachable`, `timed out`, `pending` (migrations not applied), `scripts not loaded` or `not subscribed` (the relay).',
       additionalProperties: { type: 'string' },
     },
   },

@@ -2,7 +2,8 @@ import type { DataSource, SelectQueryBuilder } from 'typeorm';
 import { invalidRequest } from '../../http/errors.js';
 import { withinJsonBounds, type JsonLimits } from '../../http/json-bounds.js';
 import type { IngestAuditRecord, IngestEventRecord, IngestTaskRecord } from './entities.js';
-import { dialectOf, instant, sqlTime } from './store.js';
+import { storableInstant } from '../../util/time.js';
+import { dialectOf, sqlTime } from './store.js';
 
 /**
  * The console's read side of ingest: the organisation's events, audit records and tasks with
@@ -77,8 +78,8 @@ export class IngestReader {
     if (filters.projectId) query.andWhere('item.projectId = :projectId', { projectId: filters.projectId });
     if (filters.workspaceId) query.andWhere('item.workspaceId = :workspaceId', { workspaceId: filters.workspaceId });
     if (filters.kind && kindColumn) query.andWhere(`item.${kindColumn} = :kind`, { kind: filters.kind });
-    if (filters.since) query.andWhere(`item.${timeColumn} >= :since`, { since: sqlTime(dialect, instant(filters.since)) });
-    if (filters.until) query.andWhere(`item.${timeColumn} < :until`, { until: sqlTime(dialect, instant(filters.until)) });
+    if (filters.since) query.andWhere(`item.${timeColumn} >= :since`, { since: sqlTime(dialect, storableInstant(filters.since, 'query.since')) });
+    if (filters.until) query.andWhere(`item.${timeColumn} < :until`, { until: sqlTime(dialect, storableInstant(filters.until, 'query.until')) });
     if (filters.cursor) query.andWhere('item.rowId < :cursor', { cursor: decodeCursor(filters.cursor) });
     return query;
   }
@@ -157,8 +158,8 @@ export class IngestReader {
       .addOrderBy('provider', 'ASC')
       .addOrderBy('model', 'ASC');
     if (filters.projectId) query.andWhere('item.projectId = :projectId', { projectId: filters.projectId });
-    if (filters.since) query.andWhere('item.at >= :since', { since: sqlTime(dialect, instant(filters.since)) });
-    if (filters.until) query.andWhere('item.at < :until', { until: sqlTime(dialect, instant(filters.until)) });
+    if (filters.since) query.andWhere('item.at >= :since', { since: sqlTime(dialect, storableInstant(filters.since, 'query.since')) });
+    if (filters.until) query.andWhere('item.at < :until', { until: sqlTime(dialect, storableInstant(filters.until, 'query.until')) });
     const rows = (await query.getRawMany()) as Record<string, string | number>[];
     return rows.map((row) => ({
       day: String(row.day),

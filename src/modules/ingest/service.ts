@@ -6,7 +6,8 @@ import { notFound } from '../../http/errors.js';
 import type { Clock } from '../../util/clock.js';
 import { redact, redactAuditItem, redactText } from './redaction.js';
 import type { ingestAnswerSchema, ingestEnvelopeSchema } from './schemas.js';
-import { dialectOf, IngestStore, instant, sqlTime, type StreamCursors, type StreamKey } from './store.js';
+import { instant, storableInstant } from '../../util/time.js';
+import { dialectOf, IngestStore, sqlTime, type StreamCursors, type StreamKey } from './store.js';
 
 export type IngestEnvelope = FromSchema<typeof ingestEnvelopeSchema>;
 export type IngestAnswer = FromSchema<typeof ingestAnswerSchema>;
@@ -42,6 +43,19 @@ function newest(current: string, candidates: readonly string[]): string {
   return best;
 }
 
+/** Every time the envelope asks to store is one a stored timestamp holds (util/time.ts), or 400 naming it. */
+function checkStoredTimes(envelope: IngestEnvelope): void {
+  for (const list of ['events', 'usage', 'audit'] as const) {
+    (envelope[list] ?? []).forEach((item, index) => storableInstant(item.at, `body.${list}[${index}].at`));
+  }
+  (envelope.tasks ?? []).forEach((task, index) => {
+    for (const name of ['createdAt', 'updatedAt', 'completedAt'] as const) {
+      const value = task[name];
+      if (value !== undefined && value !== null) storableInstant(value, `body.tasks[${index}].${name}`);
+    }
+  });
+}
+
 /** Which audit actions of a project's workbenches are memory reads (the policy service knows). */
 export interface MemoryReadPolicy {
   /** The rule of the project's effective policy; 404 `not_found` when the project is not the organisation's. */
@@ -64,6 +78,7 @@ export class IngestService {
     // The project's effective policy says which audit actions are memory reads. Another
     // organisation's project, or none: 404 either way (the policy service checks the project).
     const isMemoryRead = await this.policies.memoryReadRule(device.organisationId, envelope.projectId);
+    checkStoredTimes(envelope);
 
     // Redaction happens before anything is stored (or could be logged).
     const events = (envelope.events ?? []).map((event) => ({ ...event, data: redact(event.data).value }));

@@ -12,16 +12,6 @@ export function dialectOf(dataSource: DataSource): Dialect {
   return dataSource.options.type === 'better-sqlite3' ? 'sqlite' : 'mysql';
 }
 
-/**
- * An RFC 3339 timestamp as an instant. A leap second (`…:60`) is valid RFC 3339 but not a
- * JavaScript date: it is taken as the last millisecond of the minute it closes.
- */
-export function instant(value: string): Date {
-  const date = new Date(value);
-  if (!Number.isNaN(date.getTime())) return date;
-  return new Date(new Date(value.replace(/:60(\.\d+)?(?=Z|[+-]|$)/i, ':59.999')).getTime());
-}
-
 /** How a timestamp is bound: better-sqlite3 binds no Date; TypeORM keeps UTC text there. */
 export function sqlTime(dialect: Dialect, date: Date): Date | string {
   return dialect === 'sqlite' ? date.toISOString().replace('T', ' ').replace('Z', '') : date;
