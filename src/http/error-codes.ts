@@ -32,7 +32,7 @@ export const ERROR_CODES = {
   last_owner: 'A team (or a project) always keeps at least one owner: the demotion, removal or departure would leave none.',
   already_member: 'Cloud invitations: the address belongs to a member of the team already (inviting), or the accepter is a member already.',
   email_mismatch: 'Cloud invitations: none of the accepter\'s sign-in methods vouches for the address the invitation was sent to.',
-  project_not_empty: 'Projects: the project holds pictures or ingested data; delete it with `force=true` to delete them with it.',
+  project_not_empty: 'Projects: the project holds pictures, cloud agent runs or ingested data; delete it with `force=true` to delete them with it.',
   confirm: 'Cloud account deletion: `confirm` is not the account\'s address (or `delete` for an account without one).',
   invalid_revision: 'Policy restore: the publish no longer validates (alone, or merged over the organisation\'s current policy).',
   picture_limit_reached: 'Pictures: the project already holds as many pictures as it may (200).',

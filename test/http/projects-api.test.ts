@@ -258,6 +258,41 @@ describe('on Cloud', () => {
       }
     });
 
+    it('refuses a project with cloud agent runs (409 project_not_empty) unless force=true; the runs, their events and credential go with it', async () => {
+      const project = await staffed('Agents');
+      const device = await enrolDevice(platform, { organisationId: team.id, personId: lead.personId });
+      const runs = '/cloud-agents/v1/runs';
+      const registered = await call(platform, 'post', runs, {
+        headers: await deviceHeaders(device, 'POST', runs),
+        body: { provider: 'codex', projectId: project.id, workspaceId: 'w1', tools: ['read'] },
+      });
+      expect(registered.status).toBe(201);
+      const eventsPath = `${runs}/${registered.body.runId}/events`;
+      const reported = await call(platform, 'post', eventsPath, {
+        headers: await deviceHeaders(device, 'POST', eventsPath),
+        body: { events: [{ at: new Date(platform.clock.now().getTime()).toISOString(), kind: 'started' }] },
+      });
+      expect(reported.status).toBe(200);
+
+      const refused = await remove(lead, project.id);
+      expect(refused.status).toBe(409);
+      expect(refused.body.error).toBe('project_not_empty');
+      expect(refused.body.message).toContain('1 cloud agent run(s)');
+      expect((await remove(lead, project.id, '?force=true')).status).toBe(204);
+      const left = (await platform.dataSource.query(
+        'SELECT (SELECT COUNT(*) FROM cloud_agent_runs WHERE project_id = ?) + (SELECT COUNT(*) FROM cloud_agent_run_events WHERE run_id = ?) AS n',
+        [project.id, registered.body.runId],
+      )) as { n: number | string }[];
+      expect(Number(left[0]!.n)).toBe(0);
+      // The run's credential stopped with it.
+      const mcp = `${runs}/${registered.body.runId}/mcp`;
+      const stopped = await call(platform, 'post', mcp, {
+        headers: { Authorization: `Bearer ${registered.body.mcp.token}`, Accept: 'application/json, text/event-stream' },
+        body: { jsonrpc: '2.0', id: 1, method: 'ping' },
+      });
+      expect(stopped.status).toBe(401);
+    });
+
     it('refuses a project with pictures or ingested data (409 project_not_empty) unless force=true, and then leaves nothing naming it', async () => {
       const project = await staffed('Full');
       const device = await enrolDevice(platform, { organisationId: team.id, personId: lead.personId });

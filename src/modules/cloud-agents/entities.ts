@@ -86,10 +86,15 @@ export const CloudAgentRunEntity = new EntitySchema<CloudAgentRunRecord>({
   indices: [
     { name: 'cloud_agent_runs_credential', columns: ['credentialHash'], unique: true },
     { name: 'cloud_agent_runs_person_running', columns: ['organisationId', 'personId', 'endedAt', 'expiresAt'] },
+    { name: 'cloud_agent_runs_project', columns: ['projectId'] },
+    { name: 'cloud_agent_runs_person', columns: ['personId'] },
   ],
   foreignKeys: [
     { name: 'fk_cloud_agent_runs_organisation', target: 'Organisation', columnNames: ['organisationId'], referencedColumnNames: ['id'], onDelete: 'CASCADE' },
     { name: 'fk_cloud_agent_runs_device', target: 'Device', columnNames: ['deviceId'], referencedColumnNames: ['id'], onDelete: 'CASCADE' },
+    // A run goes with its project (deleted with force) and with its person (account deletion).
+    { name: 'fk_cloud_agent_runs_project', target: 'Project', columnNames: ['projectId'], referencedColumnNames: ['id'], onDelete: 'CASCADE' },
+    { name: 'fk_cloud_agent_runs_person', target: 'Person', columnNames: ['personId'], referencedColumnNames: ['id'], onDelete: 'CASCADE' },
   ],
 });
 

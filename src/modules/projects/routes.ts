@@ -151,7 +151,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       operationId: 'deleteProject',
       summary: 'Delete a project',
       description:
-        'The project\'s owners, and the organisation\'s owners and admins. A project that holds pictures or ingested workbench data (events, usage, audit ' +
+        'The project\'s owners, and the organisation\'s owners and admins. A project that holds pictures, cloud agent runs or ingested workbench data (events, usage, audit ' +
         'records, tasks) is refused with 409 `project_not_empty` unless `force=true`: then they are deleted with it. Its policy publishes and members always ' +
         'go with it; no row of another table names it afterwards.',
       forbids: true,
@@ -168,14 +168,14 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
         400: { description: '`invalid_request`: `force` is not `true` or `false`.' },
         403: { description: '`forbidden`: contributors and viewers do not delete the project.' },
         404: { description: '`not_found`: no such project in your organisation, or you are not a member of it.' },
-        409: { description: '`project_not_empty`: the project holds pictures or ingested data, and `force=true` was not sent.' },
+        409: { description: '`project_not_empty`: the project holds pictures, cloud agent runs or ingested data, and `force=true` was not sent.' },
       },
       errors: { 400: ['invalid_request'], 403: ['forbidden'], 404: ['not_found'], 409: ['project_not_empty'] },
       handler: async ({ params, query, principal }) => {
         const { project, ability } = await visibleProject(projects, principal, params.projectId);
         authorize(ability, 'delete', 'Project', project);
         const contents = await projects.delete(project.organisationId, project.id, { force: query.force === true });
-        record(principal, 'project.deleted', { projectId: project.id, pictures: contents.pictures, ingest: contents.ingest });
+        record(principal, 'project.deleted', { projectId: project.id, pictures: contents.pictures, runs: contents.runs, ingest: contents.ingest });
         return { status: 204 };
       },
     }),

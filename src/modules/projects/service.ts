@@ -14,7 +14,7 @@ export type { OrganisationMemberView, ProjectContents, ProjectMemberEntry, Proje
 export const projectNotEmpty = (contents: ProjectContents) =>
   conflict(
     'project_not_empty',
-    `the project holds ${contents.pictures} picture(s)${contents.ingest ? ' and ingested workbench data' : ''}; delete it with force=true to delete them with it`,
+    `the project holds ${[`${contents.pictures} picture(s)`, ...(contents.runs ? [`${contents.runs} cloud agent run(s)`] : []), ...(contents.ingest ? ['ingested workbench data'] : [])].join(', ')}; delete it with force=true to delete them with it`,
   );
 
 export interface ProjectWithMembers extends ProjectRecord {
@@ -146,9 +146,9 @@ export class ProjectService {
   }
 
   /**
-   * Deletes a project. One that holds pictures or ingested items is refused (409
-   * `project_not_empty`) unless `force`; then they go with it, and so do its policy publishes
-   * and members: no row of another table names it afterwards. The project's row is locked
+   * Deletes a project. One that holds pictures, cloud agent runs or ingested items is refused
+   * (409 `project_not_empty`) unless `force`; then they go with it (a running run's credential
+   * stops at once), and so do its policy publishes and members: no row of another table names it afterwards. The project's row is locked
    * first, so an upload or a picture save for it either finishes before (and is deleted with it)
    * or finds it gone (404).
    */
@@ -158,7 +158,7 @@ export class ProjectService {
         const store = this.store.withManager(manager);
         if (!(await store.lockInOrganisation(organisationId, projectId))) throw notFound('no such project');
         const contents = await store.contentsOf(projectId);
-        if (!options.force && (contents.pictures > 0 || contents.ingest)) throw projectNotEmpty(contents);
+        if (!options.force && (contents.pictures > 0 || contents.runs > 0 || contents.ingest)) throw projectNotEmpty(contents);
         await store.delete(projectId);
         return contents;
       }),

@@ -27,6 +27,8 @@ export interface ProjectContents {
   pictures: number;
   /** Whether any ingested item (event, usage, audit record, task) names the project. */
   ingest: boolean;
+  /** Cloud agent runs registered for the project (running or ended). */
+  runs: number;
 }
 
 const INGEST_TABLES = ['ingest_events', 'ingest_usage', 'ingest_audit', 'ingest_tasks'] as const;
@@ -126,13 +128,14 @@ export class ProjectStore {
         break;
       }
     }
-    return { pictures: Number(pictures?.count ?? 0), ingest };
+    const runs = (await this.manager.query('SELECT COUNT(*) AS count FROM cloud_agent_runs WHERE project_id = ?', [projectId])) as { count: string | number }[];
+    return { pictures: Number(pictures?.count ?? 0), ingest, runs: Number(runs[0]?.count ?? 0) };
   }
 
   /**
    * Deletes the project and everything that names it: its ingested items here (they have no
-   * foreign key: ingest writes must not wait on one), its pictures, policy publishes and members
-   * by their foreign keys (ON DELETE CASCADE).
+   * foreign key: ingest writes must not wait on one), its pictures, policy publishes, members and
+   * cloud agent runs (with their events) by their foreign keys (ON DELETE CASCADE).
    */
   async delete(projectId: string): Promise<void> {
     for (const table of INGEST_TABLES) await this.manager.query(`DELETE FROM ${table} WHERE project_id = ?`, [projectId]);
