@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import * as DPoP from 'dpop';
-import { createPerson, enrolDevice } from '../support/devices.js';
+import { createPerson, deviceHeaders, enrolDevice } from '../support/devices.js';
 import { call, createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
 import { listen, type RawAnswer, type RawServer } from '../support/raw-http.js';
 
@@ -264,11 +263,10 @@ describe('tenancy and DPoP read the same host', () => {
     const organisation = (await platform.services.organisations.findByHost(HOST))!;
     const person = await createPerson(platform, organisation.id);
     const device = await enrolDevice(platform, { organisationId: organisation.id, personId: person.id, alg: 'ES256' });
-    const token = device.tokens.access_token;
     const get = async (htu: string, headers: Record<string, string>) =>
       call(platform, 'get', '/platform/v1/organisation', {
         host: 'other-origin.test',
-        headers: { Authorization: `DPoP ${token}`, DPoP: await DPoP.generateProof(device.keys!, htu, 'GET', undefined, token), ...headers },
+        headers: { ...(await deviceHeaders(device, 'GET', htu)), ...headers },
       });
     // The forwarded host picks this organisation; a proof for the Host's URL does not pass.
     const forwarded = { 'X-Forwarded-Host': `${HOST.toUpperCase()}:443`, 'X-Forwarded-Proto': 'https' };

@@ -8,6 +8,7 @@ import { newId } from '../../src/util/ids.js';
 import { PersonEntity, MembershipEntity } from '../../src/modules/organisation/entities.js';
 import type { OrganisationRole } from '../../src/auth/principal.js';
 import { recordSecretsOf } from './suite-record.js';
+import { forgeProof, proofKeyOf } from './dpop-proofs.js';
 
 /** A person with a role in the organisation, stored directly (tests of other modules). */
 export async function createPerson(platform: TestPlatform, organisationId: string, role: OrganisationRole = 'member', name = 'Test Person') {
@@ -21,6 +22,8 @@ export interface EnrolledDevice {
   device: DeviceRecord;
   tokens: TokenAnswer;
   keys?: DPoP.KeyPair;
+  /** The clock of the platform the device was enrolled on: its proofs' `iat` follows it. */
+  clock?: { now(): Date };
 }
 
 /**
@@ -54,14 +57,18 @@ export async function enrolDevice(
     return platform.services.deviceTokens.issue(manager, device);
   });
   recordSecretsOf(tokens);
-  return keys ? { device, tokens, keys } : { device, tokens };
+  return keys ? { device, tokens, keys, clock: platform.clock } : { device, tokens, clock: platform.clock };
 }
 
 /** Authorization (and DPoP proof) headers for one request by the device. */
 export async function deviceHeaders(enrolled: EnrolledDevice, method: string, url: string, options: { nonce?: string; token?: string } = {}): Promise<Record<string, string>> {
   const token = options.token ?? enrolled.tokens.access_token;
   if (!enrolled.keys) return { Authorization: `Bearer ${token}` };
-  const proof = await DPoP.generateProof(enrolled.keys, url, method, options.nonce, token);
+  // `iat` from the platform's clock when known: the `dpop` package always signs the real time,
+  // which a test's ManualClock (set once, at start) falls behind as a long file runs.
+  const proof = enrolled.clock
+    ? await forgeProof(await proofKeyOf(enrolled.keys), { htm: method.toUpperCase(), htu: url, iat: Math.floor(enrolled.clock.now().getTime() / 1000), accessToken: token, nonce: options.nonce })
+    : await DPoP.generateProof(enrolled.keys, url, method, options.nonce, token);
   return { Authorization: `DPoP ${token}`, DPoP: proof };
 }
 
