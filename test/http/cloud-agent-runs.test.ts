@@ -125,6 +125,26 @@ describe('POST /cloud-agents/v1/runs', () => {
     await endAllRuns();
   });
 
+  it('answers 404, not 500, when the project is deleted between the checks and the insert', async () => {
+    const doomed = (await platform.services.projects.create(organisation.id, { name: 'Doomed' })).id;
+    const { policies, projects } = platform.services;
+    const effective = policies.effective.bind(policies);
+    // The project and policy checks pass; then the project goes before the run is inserted.
+    policies.effective = async (organisationId: string, id?: string) => {
+      const answer = await effective(organisationId, id);
+      if (id === doomed) await projects.delete(organisationId, id, { force: true });
+      return answer;
+    };
+    try {
+      const res = await register(workbench, { ...full(), projectId: doomed });
+      expect(res.status).toBe(404);
+      expect(res.body.error).toBe('not_found');
+      expect(await platform.dataSource.getRepository(CloudAgentRunEntity).countBy({ projectId: doomed })).toBe(0);
+    } finally {
+      policies.effective = effective;
+    }
+  });
+
   it("refuses a startedBy that is not the device's own person (403 started_by_mismatch)", async () => {
     const colleague = colleagueWorkbench.device.personId;
     const res = await register(workbench, { ...full(), startedBy: colleague });

@@ -4,6 +4,7 @@ import type { DataSource } from 'typeorm';
 import { defineAbilityFor } from '../../../policies/index.js';
 import { audit, actorOf } from '../../audit.js';
 import type { Principal } from '../../auth/principal.js';
+import { isForeignKeyViolation } from '../../db/errors.js';
 import { ApiError, conflict, invalidRequest, notFound } from '../../http/errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
@@ -127,15 +128,22 @@ export class CloudAgentService {
       endedAt: null,
     };
     const maxConcurrent = policy.cloudAgents.maxConcurrent;
-    await this.deps.dataSource.transaction(async (manager) => {
-      const store = new CloudAgentStore(manager);
-      await store.lockPerson(organisationId, personId, now);
-      const running = await store.countRunning(organisationId, personId, now);
-      if (running >= maxConcurrent) {
-        throw conflict('max_concurrent_runs', `you already have ${running} cloud agent runs going; the policy allows ${maxConcurrent} at a time (end one first)`, { max: maxConcurrent });
-      }
-      await store.insertRun(run);
-    });
+    await this.deps.dataSource
+      .transaction(async (manager) => {
+        const store = new CloudAgentStore(manager);
+        await store.lockPerson(organisationId, personId, now);
+        const running = await store.countRunning(organisationId, personId, now);
+        if (running >= maxConcurrent) {
+          throw conflict('max_concurrent_runs', `you already have ${running} cloud agent runs going; the policy allows ${maxConcurrent} at a time (end one first)`, { max: maxConcurrent });
+        }
+        await store.insertRun(run);
+      })
+      .catch((error: unknown) => {
+        // The project (or the device, or its person) was deleted between the checks and the
+        // insert: its foreign key refuses the run, which is then as unknown as the project.
+        if (isForeignKeyViolation(error)) throw notFound('no such project');
+        throw error;
+      });
     audit(this.deps.logger, {
       action: 'cloud_agent_run.registered',
       organisationId,
