@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import parsePrometheusTextFormat, { type MetricFamily, type Sample } from 'parse-prometheus-text-format';
 import request from 'supertest';
@@ -190,6 +192,18 @@ describe('GET /metrics without METRICS_TOKEN', () => {
     // The default process metrics.
     expect(value(families, 'process_resident_memory_bytes')).toBeGreaterThan(0);
     expect(families.has('nodejs_eventloop_lag_seconds')).toBe(true);
+  });
+
+  it("is described metric by metric in the README's table", async () => {
+    const readme = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Reading metrics'), readme.indexOf('\n## ', readme.indexOf('## Reading metrics') + 1));
+    const documented = new Set([...section.matchAll(/^\| `(platform_[a-z_]+)/gm)].map((match) => match[1]!));
+    const exposed = new Set([...(await scrape(platform)).families.keys()].filter((name) => name.startsWith('platform_')).map((name) => name.replace(/_(bucket|sum|count)$/, '')));
+    // Only with MySQL/MariaDB, only with Redis.
+    const conditional = ['platform_database_pool_connections', 'platform_database_pool_waiting', 'platform_redis_up'];
+    expect([...exposed].filter((name) => !documented.has(name))).toEqual([]);
+    expect([...documented].filter((name) => !exposed.has(name) && !conditional.includes(name))).toEqual([]);
+    expect(conditional.filter((name) => !documented.has(name))).toEqual([]);
   });
 
   it('answers at any host name, without tenancy, and only GET or HEAD', async () => {
