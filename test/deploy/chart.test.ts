@@ -387,12 +387,15 @@ describe('the Helm chart', () => {
     });
   });
 
-  it('tells the operator what to do next, and warns of an ingress whose forwarded headers are ignored', async () => {
-    const notes = await releaseNotes([example('sqlite-single.yaml')]);
+  it('tells the operator what to do next, and warns of an ingress whose forwarded headers are ignored or that serves an open /metrics', async () => {
+    const notes = await releaseNotes([example('sqlite-single.yaml')], { 'secrets.METRICS_TOKEN': 'mtk_0123456789abcdef0123' });
     expect(notes).toContain('https://platform.example.com');
     expect(notes).toContain('node dist/src/cli/main.js org create');
     expect(notes).not.toContain('WARNING');
     expect(await releaseNotes([example('sqlite-single.yaml')], { 'config.TRUST_PROXY': 'false' })).toContain('WARNING: config.TRUST_PROXY is "false" behind an ingress');
+    const open = await releaseNotes([example('sqlite-single.yaml')]);
+    expect(open).toContain('WARNING: no METRICS_TOKEN, and the Ingress serves every path');
+    expect(open).not.toContain('TRUST_PROXY');
     expect(await releaseNotes()).toContain('port-forward service/platform 3000:80');
   });
 
