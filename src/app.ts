@@ -71,6 +71,8 @@ import { RelayHub } from './modules/relay/channel.js';
 import { relayRoutes, RelayUpgrades } from './modules/relay/routes.js';
 import { DatabaseSigningKeyStore, MemorySigningKeyStore, SigningKeys } from './modules/relay/signing-keys.js';
 import { MemoryRelayRouting } from '../adapters/state/memory-relay-routing.js';
+import { Metrics } from './metrics.js';
+import { corsEdge } from './http/cors.js';
 import { RedisRelayRouting } from '../adapters/state/redis-relay-routing.js';
 
 export interface AppDependencies {
@@ -158,6 +160,7 @@ export function buildApp(deps: AppDependencies): Platform {
     stillValid: async (owner) => (await deviceTokens.resolveAccessToken(owner.accessToken))?.device.id === owner.deviceId,
   });
   const upgrades = new RelayUpgrades();
+  const metrics = new Metrics({ dataSource, redis: deps.redis, relayConnections: () => relay.size });
 
   // Cloud sign-in: identity providers, mail, sessions.
   const mailer: Mailer = config.mail.smtpUrl ? new SmtpMailer(config.mail.smtpUrl, config.mail.from) : new OutboxMailer(config.mail.outboxDir, config.mail.from, clock);
@@ -214,7 +217,7 @@ export function buildApp(deps: AppDependencies): Platform {
   registry.add(...healthRoutes(probes), ...discoveryRoutes(config), ...organisationRoutes());
   registry.add(...projectRoutes(projects, logger));
   registry.add(...policyRoutes(policies, config.policy));
-  registry.add(...ingestRoutes(new IngestService(dataSource, clock, policies), new IngestReader(dataSource, { maxDepth: config.json.maxDepth, maxKeys: config.ingest.maxJsonKeys, maxStringLength: config.ingest.maxStringLength }), config.ingest));
+  registry.add(...ingestRoutes(new IngestService(dataSource, clock, policies, (received, stored) => metrics.ingested(received, stored)), new IngestReader(dataSource, { maxDepth: config.json.maxDepth, maxKeys: config.ingest.maxJsonKeys, maxStringLength: config.ingest.maxStringLength }), config.ingest));
   registry.add(...pictureRoutes(new PictureService(dataSource, clock), projects));
   registry.add(...joinRoutes({ joinKeys, dpop }), ...tokenRoutes({ tokens: deviceTokens, dpop }), ...deviceAdminRoutes({ joinKeys, devices: deviceStore, tokens: deviceTokens }));
   registry.add(...deviceCodeRoutes({ deviceCodes, dpop, config }), ...approvalRoutes(deviceCodes));
@@ -266,6 +269,7 @@ export function buildApp(deps: AppDependencies): Platform {
   // Edge: request id, logs, security headers, body limits.
   app.use(requestId());
   app.use(requestLogger(logger));
+  app.use(metrics.requestMetrics());
   // An API answers JSON: nothing may load, nothing may frame it, nothing may sniff it; HTTPS is
   // sticky. Headers that only matter to HTML pages in old browsers (DNS prefetch, IE download
   // options, Flash cross-domain, XSS auditor, origin-agent clustering) are left out of every
@@ -283,6 +287,12 @@ export function buildApp(deps: AppDependencies): Platform {
   );
   // The one trusted origin of the request, settled before anything reads a host (400 otherwise).
   app.use(originEdge(config.baseUrl));
+  // CORS_ALLOWED_ORIGINS: CORS headers and preflights for the listed console origins only.
+  const corsLayer = corsEdge(config.corsAllowedOrigins);
+  if (corsLayer) app.use(corsLayer);
+  // Prometheus scrapes at any host name (a pod address): beside the API, before tenancy and rate
+  // limits, outside the OpenAPI document; METRICS_TOKEN protects it (src/metrics.ts).
+  app.all('/metrics', metrics.endpoint(config.metricsToken));
   const rateLimits = new RateLimits(redisRateLimits ? redisRateLimits.stores() : memoryStores(), config.rateLimitsEnabled);
   const router = express.Router();
   registry.mount(
@@ -302,7 +312,7 @@ export function buildApp(deps: AppDependencies): Platform {
       defaultBodyLimitBytes: config.jsonBodyLimitBytes,
       defaultJsonLimits: config.json,
       tenancy: tenancy(config.deployment, organisations),
-      authenticate: authentication(resolvers, config.deployment),
+      authenticate: authentication(resolvers, config.deployment, (kind, outcome) => metrics.tokenVerified(kind, outcome)),
     },
     profile,
   );

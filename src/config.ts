@@ -27,6 +27,10 @@ export interface Config {
   /** Express `trust proxy` value: false, true, a hop count, or a list of addresses/subnets. */
   trustProxy: boolean | number | string[];
   jsonBodyLimitBytes: number;
+  /** METRICS_TOKEN: the bearer token `/metrics` asks for; open without one. */
+  metricsToken: string | undefined;
+  /** CORS_ALLOWED_ORIGINS: browser origins (consoles) answered with CORS headers; none: no CORS at all. */
+  corsAllowedOrigins: string[];
   /** Bounds on every JSON body (and free-form JSON read back from storage); routes may declare their own. */
   json: {
     maxDepth: number;
@@ -438,6 +442,40 @@ function invitationUrl(env: Env): string | undefined {
   throw new ConfigError(name, 'must be https, or http on a loopback address (127.0.0.1, [::1], localhost)');
 }
 
+/** A bearer token of at least 16 visible ASCII characters (`openssl rand -base64 32`); never shown in errors. */
+function metricsToken(env: Env): string | undefined {
+  const value = read(env, 'METRICS_TOKEN');
+  if (value === undefined) return undefined;
+  if (!/^[\x21-\x7e]{16,512}$/.test(value)) throw new ConfigError('METRICS_TOKEN', 'must be 16 to 512 visible ASCII characters without spaces (openssl rand -base64 32); the value is not shown');
+  return value;
+}
+
+/**
+ * Exact browser origins, comma-separated: `https://console.example.com` (http only on a loopback
+ * address, for development), no path, no wildcard, no `null`. Written as the browser sends them.
+ */
+function corsAllowedOrigins(env: Env): string[] {
+  const name = 'CORS_ALLOWED_ORIGINS';
+  const value = read(env, name);
+  if (value === undefined) return [];
+  const origins = value.split(',').map((entry) => entry.trim());
+  for (const entry of origins) {
+    let url: URL | undefined;
+    try {
+      url = new URL(entry);
+    } catch {
+      url = undefined;
+    }
+    if (!url || url.origin === 'null' || url.origin !== entry.toLowerCase() || entry.endsWith('/')) {
+      throw new ConfigError(name, `must be a comma-separated list of origins such as https://console.example.com, without path or wildcard (got "${entry}")`);
+    }
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) {
+      throw new ConfigError(name, `must be https origins, or http on a loopback address (got "${entry}")`);
+    }
+  }
+  return [...new Set(origins.map((entry) => entry.toLowerCase()))];
+}
+
 function smtpUrl(env: Env): string | undefined {
   const value = read(env, 'SMTP_URL');
   if (value === undefined) return undefined;
@@ -472,6 +510,8 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     trustProxy: trustProxy(env),
     jsonBodyLimitBytes: byteSize(env, 'JSON_BODY_LIMIT', 1024 * 1024),
+    metricsToken: metricsToken(env),
+    corsAllowedOrigins: corsAllowedOrigins(env),
     json: {
       // Below 8 levels a policy document (tools.servers[].tools.<name>) could not be published.
       maxDepth: integer(env, 'JSON_MAX_DEPTH', 32, 8, 256),
@@ -584,6 +624,8 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'LOG_LEVEL', secret: false, default: 'info' },
   { name: 'TRUST_PROXY', secret: false, default: 'false' },
   { name: 'JSON_BODY_LIMIT', secret: false, default: '1mb' },
+  { name: 'METRICS_TOKEN', secret: true, default: undefined },
+  { name: 'CORS_ALLOWED_ORIGINS', secret: false, default: undefined },
   { name: 'OIDC_CLOCK_SKEW_SECONDS', secret: false, default: '30' },
   { name: 'OIDC_JWKS_COOLDOWN_MS', secret: false, default: '30000' },
   { name: 'OIDC_JWKS_MAX_AGE_MS', secret: false, default: '600000' },

@@ -3,6 +3,10 @@ import type { Deployment } from '../config.js';
 import { ApiError, unauthorized } from '../http/errors.js';
 import type { RouteDefinition } from '../http/route.js';
 import type { Credential, TokenResolver } from './resolver.js';
+import { outcomeOf, tokenKindLabel, type TokenKindLabel } from '../metrics.js';
+
+/** Told of every verification: the token's kind and `ok` or the refusal's code (metrics). */
+export type VerificationObserver = (kind: TokenKindLabel, outcome: string) => void;
 
 const AUTHORIZATION = /^(Bearer|DPoP) +([A-Za-z0-9\-._~+/]+=*)$/i;
 
@@ -24,10 +28,11 @@ export function parseAuthorization(header: string | undefined): Credential | und
  * be the one served at this host name. Cloud: the token (or, later, the session's
  * `X-Platform-Organisation`) decides the organisation.
  */
-export function authentication(resolvers: readonly TokenResolver[], deployment: Deployment) {
+export function authentication(resolvers: readonly TokenResolver[], deployment: Deployment, observe?: VerificationObserver) {
   return (route: RouteDefinition): RequestHandler => {
     const accepted = route.auth === 'public' ? [] : resolvers.filter((r) => (route.auth as readonly string[]).includes(r.kind));
     return async (req: Request, _res: Response, next: NextFunction) => {
+      let kind: TokenKindLabel = 'none';
       try {
         const header = req.headers.authorization;
         const credential = parseAuthorization(header);
@@ -39,6 +44,7 @@ export function authentication(resolvers: readonly TokenResolver[], deployment: 
             : unauthorized();
         }
         const resolver = accepted.find((candidate) => candidate.recognises(credential));
+        kind = resolver ? tokenKindLabel(resolver.kind, credential) : 'unrecognised';
         if (!resolver) throw unauthorized('this kind of token is not accepted here', INVALID_TOKEN_CHALLENGE);
         const { principal, organisation } = await resolver.resolve(credential, req);
         const tenant = req.context.tenant;
@@ -53,8 +59,10 @@ export function authentication(resolvers: readonly TokenResolver[], deployment: 
         }
         req.context.principal = principal;
         req.context.tenant = organisation;
+        observe?.(kind, 'ok');
         next();
       } catch (error) {
+        observe?.(kind, outcomeOf(error));
         next(error);
       }
     };

@@ -386,7 +386,8 @@ export class RouteRegistry {
   /**
    * Mount every route this deployment serves on the router, each behind the layers it declares,
    * then one last layer: a path some route serves, asked with a method none serves, is 405
-   * `method_not_allowed` with `Allow` (OPTIONS included: the API answers no CORS preflight);
+   * `method_not_allowed` with `Allow` (OPTIONS included: only the CORS layer answers a preflight,
+   * before the routes, and only from an origin CORS_ALLOWED_ORIGINS lists);
    * anything else falls through to 404.
    */
   mount(router: Router, layers: RouteLayers, profile: DeploymentProfile): void {

@@ -295,10 +295,26 @@ describe('the Helm chart', () => {
     const chart = await render([example('production.yaml')], { 'metrics.serviceMonitor.bearerTokenSecret.name': 'platform-metrics' });
     const monitor = chart.find('ServiceMonitor') as K8sObject & { spec: { endpoints: Record<string, unknown>[] } };
     expect(monitor.spec.endpoints).toEqual([
-      expect.objectContaining({ port: 'http', path: '/metrics', authorization: { type: 'Bearer', credentials: { name: 'platform-metrics', key: 'token' } } }),
+      expect.objectContaining({ port: 'http', path: '/metrics', authorization: { type: 'Bearer', credentials: { name: 'platform-metrics', key: 'METRICS_TOKEN' } } }),
     ]);
     const Model = await modelOf(monitor);
     expect(() => new Model(monitor).validate()).not.toThrow();
+  });
+
+  it("scrapes /metrics with METRICS_TOKEN from the chart's own Secret when it is set, and without a token otherwise", async () => {
+    const token = 'mtk_0123456789abcdef0123';
+    const chart = await render([example('production.yaml')], { 'secrets.METRICS_TOKEN': token });
+    const monitor = chart.find('ServiceMonitor') as K8sObject & { spec: { endpoints: Record<string, unknown>[] } };
+    // The service's Secret (the migration Job reads a hook copy of it, `-migrate`).
+    const secret = chart.all('Secret').find((object) => !object.metadata.name.endsWith('-migrate')) as K8sObject & { data: Record<string, string> };
+    expect(Buffer.from(secret.data.METRICS_TOKEN!, 'base64').toString('utf8')).toBe(token);
+    expect(monitor.spec.endpoints).toEqual([
+      expect.objectContaining({ path: '/metrics', authorization: { type: 'Bearer', credentials: { name: secret.metadata.name, key: 'METRICS_TOKEN' } } }),
+    ]);
+    const Model = await modelOf(monitor);
+    expect(() => new Model(monitor).validate()).not.toThrow();
+    const open = rendered.get('examples/production.yaml')!.find('ServiceMonitor') as K8sObject & { spec: { endpoints: Record<string, unknown>[] } };
+    expect(open.spec.endpoints[0]).not.toHaveProperty('authorization');
   });
 
   it('schedules the migration Job where the service runs', async () => {
@@ -371,12 +387,15 @@ describe('the Helm chart', () => {
     });
   });
 
-  it('tells the operator what to do next, and warns of an ingress whose forwarded headers are ignored', async () => {
-    const notes = await releaseNotes([example('sqlite-single.yaml')]);
+  it('tells the operator what to do next, and warns of an ingress whose forwarded headers are ignored or that serves an open /metrics', async () => {
+    const notes = await releaseNotes([example('sqlite-single.yaml')], { 'secrets.METRICS_TOKEN': 'mtk_0123456789abcdef0123' });
     expect(notes).toContain('https://platform.example.com');
     expect(notes).toContain('node dist/src/cli/main.js org create');
     expect(notes).not.toContain('WARNING');
     expect(await releaseNotes([example('sqlite-single.yaml')], { 'config.TRUST_PROXY': 'false' })).toContain('WARNING: config.TRUST_PROXY is "false" behind an ingress');
+    const open = await releaseNotes([example('sqlite-single.yaml')]);
+    expect(open).toContain('WARNING: no METRICS_TOKEN, and the Ingress serves every path');
+    expect(open).not.toContain('TRUST_PROXY');
     expect(await releaseNotes()).toContain('port-forward service/platform 3000:80');
   });
 

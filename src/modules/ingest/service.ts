@@ -72,6 +72,8 @@ export class IngestService {
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
     private readonly policies: MemoryReadPolicy,
+    /** Told of each envelope stored: items received and newly stored, by kind (metrics). */
+    private readonly onStored?: (received: IngestAnswer['accepted'], stored: IngestAnswer['accepted']) => void,
   ) {}
 
   async ingest(device: { organisationId: string; deviceId: string }, envelope: IngestEnvelope): Promise<IngestAnswer> {
@@ -96,9 +98,10 @@ export class IngestService {
     const stream: StreamKey = { organisationId: device.organisationId, deviceId: device.deviceId, workspaceId: envelope.workspaceId };
     const dialect = dialectOf(this.dataSource);
 
+    const received = { events: events.length, usage: usage.length, audit: audit.length, tasks: tasks.length };
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.dataSource.transaction(async (manager) => {
+        const answer = await this.dataSource.transaction(async (manager) => {
           const store = new IngestStore(manager, dialect);
           const now = this.clock.now();
           const t = (value: string | Date) => sqlTime(dialect, typeof value === 'string' ? instant(value) : value);
@@ -165,6 +168,8 @@ export class IngestService {
             cursors,
           };
         });
+        this.onStored?.(received, answer.accepted);
+        return answer;
       } catch (error) {
         if (attempt < MAX_ATTEMPTS && isRetryable(error)) continue;
         throw error;
