@@ -11,6 +11,7 @@ import { buildApp, type Platform } from './app.js';
 import { bootstrapLocalhost } from './bootstrap.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createDataSource } from './db/data-source.js';
+import { reasonOf } from './db/errors.js';
 import { createLogger } from './logger.js';
 import { systemClock } from './util/clock.js';
 
@@ -50,17 +51,6 @@ export class StartError extends Error {
 /** Waits between attempts to reach the database at start: 0.5 s, doubling, at most 30 s. */
 function startBackoffMs(attempt: number): number {
   return Math.min(500 * 2 ** Math.min(attempt - 1, 16), 30_000);
-}
-
-/** What a log line says about a failure: its message's first line and its code, never a stack. */
-export function reasonOf(error: unknown): { reason: string; errorCode?: string } {
-  const message = error instanceof Error ? error.message : String(error);
-  const code = (error as { code?: unknown } | null)?.code;
-  return {
-    reason: (message.split('\n')[0] ?? '').slice(0, 300) || 'unknown',
-    // Not `code`: that field name is redacted in every log line (it is the OAuth authorization code).
-    ...(typeof code === 'string' ? { errorCode: code } : {}),
-  };
 }
 
 /** The one line that says why the server could not listen on HOST:PORT. */
