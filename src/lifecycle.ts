@@ -191,7 +191,7 @@ export class ServiceProcess {
     });
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
-    logger.info({ port, deployment: config.deployment, database: config.database.kind, ...(cluster.isWorker ? { worker: cluster.worker?.id } : {}) }, 'platform api listening');
+    logger.info({ port, deployment: config.deployment, database: config.database.kind }, 'platform api listening');
   }
 
   /** Every request: during a stop, readiness is refused and every answer closes its connection. */
@@ -358,7 +358,9 @@ async function runPrimary(config: Config, logger: Logger): Promise<void> {
 /** The process entry point: configuration, then a single service or a cluster of workers. */
 export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const config = loadOrExit(env);
-  const logger = createLogger(config.logLevel);
+  const base = createLogger(config.logLevel);
+  // A worker's lines say which worker wrote them.
+  const logger = cluster.isWorker && cluster.worker ? base.child({ worker: cluster.worker.id }) : base;
   try {
     if (config.webConcurrency > 1 && cluster.isPrimary) await runPrimary(config, logger);
     else await runService(config, logger);
