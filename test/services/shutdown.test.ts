@@ -3,7 +3,15 @@ import { createConnection, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
+import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { createDataSource } from '../../src/db/data-source.js';
+import { createLogger } from '../../src/logger.js';
+import { systemClock } from '../../src/util/clock.js';
+import { createPerson, enrolDevice } from '../support/devices.js';
+import type { TestPlatform } from '../support/platform.js';
 import { LoggedService } from '../support/service-process.js';
+import { TestWorkbench } from '../support/workbench.js';
 
 /**
  * Stopping the service (src/lifecycle.ts) as an orchestrator does, with SIGTERM to a real process:
@@ -160,6 +168,30 @@ describe('SIGTERM', () => {
     await waiting.until(() => waiting.lines.find((line) => line.dependency === 'database'), 'an attempt to reach the database');
     expect(await waiting.stop()).toBe(0);
     expectCleanLogs(waiting);
+  }, 90_000);
+
+  it('closes control channels with 1001 (going away: reconnect elsewhere) and exits 0', async () => {
+    const dir = dataDir();
+    const env = { DATABASE_URL: `sqlite:${join(dir, 'platform.sqlite')}`, MAIL_OUTBOX_DIR: join(dir, 'outbox'), PLATFORM_BOOTSTRAP_LOCALHOST: 'false' };
+    // A workbench enrolled in the service's database before it starts.
+    const config = loadConfig(env);
+    const dataSource = createDataSource(config.database);
+    await dataSource.initialize();
+    await dataSource.runMigrations({ transaction: 'each' });
+    const seeding = buildApp({ config, dataSource, clock: systemClock, logger: createLogger('silent') });
+    const organisationId = (await seeding.services.organisations.create({ name: 'Stopping', kind: 'enterprise', hosts: ['127.0.0.1'] })).id;
+    const seeder = { ...seeding, dataSource, clock: systemClock } as unknown as TestPlatform;
+    const device = await enrolDevice(seeder, { organisationId, personId: (await createPerson(seeder, organisationId)).id });
+    await dataSource.destroy();
+
+    const service = new LoggedService(env);
+    cleanUp.push(() => service.stop());
+    const origin = `http://127.0.0.1:${await service.port()}`;
+    const workbench = await TestWorkbench.connect(origin, device, systemClock);
+    service.signal('SIGTERM');
+    expect(await workbench.closed).toEqual({ code: 1001, reason: 'the service is shutting down' });
+    expect(await service.exited).toBe(0);
+    expectCleanLogs(service);
   }, 90_000);
 
   it('reaches the service when it runs under `npm start` (scripts/start.mjs, built first when needed): exit 0', async () => {
