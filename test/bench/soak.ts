@@ -4,7 +4,9 @@ import { Agent, request } from 'node:http';
 import { createDpopKey } from './dpop.js';
 import { seedPlatform, type IngestDevice } from './fixtures.js';
 import { createMariadbDatabase } from './ingest.js';
+import { load, problemWith, type Measurement } from './measure.js';
 import type { BenchProvider } from './oidc-provider.js';
+import { scenarios as allScenarios } from './scenarios.js';
 import { freePort, startChild, type ChildServer } from './servers.js';
 
 /**
@@ -231,4 +233,65 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     await Promise.all(replicas.map((replica) => replica.stop()));
     await database.drop();
   }
+}
+
+export interface WorkersOptions {
+  script: string;
+  host: string;
+  oidc: { issuer: string; clientId: string; apiScope: string; audience: string };
+  redis: string;
+  /** A fresh directory for the SQLite file. */
+  workDir: string;
+  warmupSeconds: number;
+  durationSeconds: number;
+  connections: number;
+  log: (line: string) => void;
+}
+
+export interface WorkersResult {
+  ok: boolean;
+  runs: { workers: number; measurement: Measurement; problem?: string }[];
+}
+
+/**
+ * One worker beside two (WEB_CONCURRENCY=2, node:cluster) on one HTTP scenario, `GET /policy/v1`
+ * with a Bearer device token, on the same SQLite file and Redis; the same autocannon load, from
+ * this process, which shares the machine's cores with the workers.
+ */
+export async function runWorkerComparison(options: WorkersOptions): Promise<WorkersResult> {
+  const env: Record<string, string> = {
+    NODE_ENV: 'production',
+    PLATFORM_DEPLOYMENT: 'self-hosted',
+    DATABASE_URL: `sqlite:${options.workDir}/workers.sqlite`,
+    REDIS_URL: options.redis,
+    SIGNING_KEYS_SECRET: randomBytes(32).toString('base64url'),
+    LOG_LEVEL: 'silent',
+    OIDC_ALLOW_HTTP_LOOPBACK: 'true',
+    PLATFORM_BOOTSTRAP_LOCALHOST: 'false',
+  };
+  const seeded = await seedPlatform({ env, host: options.host, oidc: options.oidc, ingestDevices: 0, policyDpopJkt: createDpopKey().thumbprint });
+  const scenario = allScenarios({ host: options.host, personToken: '', policyDevices: { bearerToken: seeded.policy!.bearerToken, dpopToken: '', dpopKey: createDpopKey(), proofWindowSeconds: 60 } }).find(
+    (candidate) => candidate.name === 'device token (Bearer): GET /policy/v1',
+  )!;
+  const runs: WorkersResult['runs'] = [];
+  for (const workers of [1, 2]) {
+    const server = await startChild({ name: `platform, ${workers} worker(s)`, script: options.script, env: { ...env, WEB_CONCURRENCY: String(workers) }, port: await freePort(), ready: { path: '/readyz' }, timeoutMs: 60_000 });
+    try {
+      // The warm-up also gives the second worker time to listen.
+      await load(scenario, server.origin, { connections: options.connections, durationSeconds: Math.max(options.warmupSeconds, 3) });
+      const measurement = await load(scenario, server.origin, { connections: options.connections, durationSeconds: options.durationSeconds });
+      const problem = problemWith(measurement);
+      runs.push({ workers, measurement, ...(problem ? { problem } : {}) });
+    } finally {
+      await server.stop();
+    }
+  }
+  const one = runs[0]!.measurement.requestsPerSecond;
+  options.log(`workers: ${scenario.name}, ${options.connections} connections, ${options.durationSeconds} s measured after a warm-up, SQLite + Redis`);
+  for (const { workers, measurement, problem } of runs) {
+    options.log(
+      `  WEB_CONCURRENCY=${workers}: ${measurement.requestsPerSecond.toFixed(0)} req/s, p50 ${measurement.p50} ms, p99 ${measurement.p99} ms, ${(measurement.requestsPerSecond / one).toFixed(2)}x one worker${problem ? ` FAILED (${problem})` : ''}`,
+    );
+  }
+  return { ok: runs.every((run) => !run.problem), runs };
 }
