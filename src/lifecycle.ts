@@ -189,6 +189,8 @@ export class ServiceProcess {
         resolve();
       });
     });
+    // Later failures of the listening socket (out of file descriptors…) are logged, not thrown.
+    server.on('error', (error) => logger.error({ ...reasonOf(error) }, 'http server error'));
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     logger.info({ port, deployment: config.deployment, database: config.database.kind }, 'platform api listening');
@@ -245,7 +247,9 @@ export class ServiceProcess {
     } else {
       await this.platform?.stop().catch(() => undefined);
     }
-    await this.close();
+    // Closing the pool waits for its connections; a database that does not answer gets 5 s.
+    const closed = await Promise.race([this.close().then(() => true), sleep(5_000).then(() => false)]);
+    if (!closed) logger.warn('the database or Redis did not close within 5 s; leaving anyway');
     logger.info({ signal, forced }, 'stopped');
     return forced ? EXIT_FORCED : EXIT_STOPPED;
   }
