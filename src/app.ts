@@ -246,6 +246,7 @@ export function buildApp(deps: AppDependencies): Platform {
       extension: true,
       tenant: false,
       auth: 'public',
+      database: false,
       schemas: {},
       responses: { 200: { description: 'The OpenAPI document.', schema: { type: 'object', description: 'OpenAPI 3.1.0 document.' } } },
       handler: () => ({ status: 200, body: openapi, headers: { 'Cache-Control': 'public, max-age=300' } }),

@@ -21,6 +21,10 @@ export interface Config {
   baseUrl: string | undefined;
   port: number;
   host: string;
+  /** SHUTDOWN_TIMEOUT_SECONDS: how long in-flight requests may take to finish after SIGTERM. */
+  shutdownTimeoutSeconds: number;
+  /** WEB_CONCURRENCY: worker processes sharing the port (node:cluster); above 1 needs REDIS_URL. */
+  webConcurrency: number;
   database: DatabaseConfig;
   redisUrl: string | undefined;
   logLevel: LogLevel;
@@ -500,13 +504,21 @@ export function loadConfig(env: Env = process.env): Config {
   if (deployment === 'cloud' && baseUrl === undefined) {
     throw new ConfigError('PLATFORM_BASE_URL', 'is required when PLATFORM_DEPLOYMENT=cloud');
   }
+  const webConcurrency = integer(env, 'WEB_CONCURRENCY', 1, 1, 64);
+  const redis = redisUrl(env);
+  if (webConcurrency > 1 && redis === undefined) {
+    // Each worker would keep its own rate limits, replay cache and relay routing.
+    throw new ConfigError('WEB_CONCURRENCY', 'above 1 needs REDIS_URL: workers share rate limits, the DPoP replay cache and relay routing through Redis');
+  }
   return {
     deployment,
     baseUrl,
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: read(env, 'HOST') ?? '0.0.0.0',
+    shutdownTimeoutSeconds: integer(env, 'SHUTDOWN_TIMEOUT_SECONDS', 30, 1, 3600),
+    webConcurrency,
     database: database(env),
-    redisUrl: redisUrl(env),
+    redisUrl: redis,
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     trustProxy: trustProxy(env),
     jsonBodyLimitBytes: byteSize(env, 'JSON_BODY_LIMIT', 1024 * 1024),
@@ -619,6 +631,8 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'PLATFORM_BASE_URL', secret: false, default: undefined },
   { name: 'PORT', secret: false, default: '3000' },
   { name: 'HOST', secret: false, default: '0.0.0.0' },
+  { name: 'SHUTDOWN_TIMEOUT_SECONDS', secret: false, default: '30' },
+  { name: 'WEB_CONCURRENCY', secret: false, default: '1' },
   { name: 'DATABASE_URL', secret: true, default: 'sqlite:./data/platform.sqlite' },
   { name: 'REDIS_URL', secret: true, default: undefined },
   { name: 'LOG_LEVEL', secret: false, default: 'info' },

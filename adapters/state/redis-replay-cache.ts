@@ -1,12 +1,12 @@
 import type { Redis } from 'ioredis';
-import { temporarilyUnavailable } from '../../src/http/errors.js';
+import { unavailable } from '../../src/http/errors.js';
 import type { ReplayCache } from '../../src/state/replay-cache.js';
 import type { Clock } from '../../src/util/clock.js';
 
 /**
  * The replay cache shared by every replica: `SET key 1 PX ttl NX` is atomic in Redis, so one
  * proof is accepted once across the whole deployment. Keys are namespaced and expire by
- * themselves. A Redis failure refuses the request with 503 `temporarily_unavailable`: failing
+ * themselves. A Redis failure refuses the request with 503 `unavailable`: failing
  * open would let replays through.
  */
 export class RedisReplayCache implements ReplayCache {
@@ -22,7 +22,7 @@ export class RedisReplayCache implements ReplayCache {
     try {
       answer = await this.redis.set(this.prefix + key, '1', 'PX', ttl, 'NX');
     } catch {
-      throw temporarilyUnavailable('the replay cache');
+      throw unavailable('the replay cache');
     }
     return answer === 'OK';
   }

@@ -35,3 +35,81 @@ export async function withRetries<T>(attempts: number, work: () => Promise<T>): 
     }
   }
 }
+
+/**
+ * What the drivers say when the database itself cannot be used just now (stopped, restarting,
+ * unreachable, out of connections, its file not openable), as opposed to a query it refused.
+ * mysql2 reports a lost or refused connection with the socket's code (`ECONNREFUSED`,
+ * `ECONNRESET`, `ETIMEDOUT`, …) or its own (`PROTOCOL_CONNECTION_LOST`, a fatal error followed by
+ * `PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR`), and the server's shutdown or a killed connection with
+ * `ER_*` codes; TypeORM passes a failed connection acquisition through unwrapped and wraps a
+ * failed query in QueryFailedError (`driverError`). better-sqlite3 reports a busy or locked file
+ * once its busy timeout ran out, a file it cannot open or read, and a closed handle (a TypeError).
+ */
+const UNAVAILABLE_CODES = new Set([
+  // The socket (net, dns).
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  // mysql2.
+  'PROTOCOL_CONNECTION_LOST',
+  'PROTOCOL_SEQUENCE_TIMEOUT',
+  'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR',
+  'PROTOCOL_ENQUEUE_AFTER_QUIT',
+  'PROTOCOL_ENQUEUE_HANDSHAKE_TWICE',
+  // The server: shutting down, connection killed, too many connections, lost mid-query.
+  'ER_SERVER_SHUTDOWN',
+  'ER_CONNECTION_KILLED',
+  'ER_CON_COUNT_ERROR',
+  'ER_TOO_MANY_USER_CONNECTIONS',
+  'ER_NET_READ_ERROR',
+  'ER_NET_READ_INTERRUPTED',
+  'ER_NET_ERROR_ON_WRITE',
+  'ER_NET_WRITE_INTERRUPTED',
+  'ER_QUERY_INTERRUPTED',
+  'ER_CLIENT_INTERACTION_TIMEOUT',
+  'CR_SERVER_GONE_ERROR',
+  'CR_SERVER_LOST',
+  'CR_CONNECTION_ERROR',
+  'CR_CONN_HOST_ERROR',
+  // better-sqlite3.
+  'SQLITE_BUSY',
+  'SQLITE_LOCKED',
+  'SQLITE_CANTOPEN',
+  'SQLITE_IOERR',
+]);
+
+/** Messages of errors that carry no code: a closed pool or handle, a data source not connected. */
+const UNAVAILABLE_MESSAGES = [/^Pool is closed\.?$/, /^The database connection is not open$/, /^Connection is not established with \w+ database$/, /^Can't add new command when connection is in closed state$/];
+
+function codeOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
+  if (error === null || typeof error !== 'object' || depth > 3) return false;
+  const code = codeOf(error);
+  if (code && (UNAVAILABLE_CODES.has(code) || code.startsWith('SQLITE_IOERR') || code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_CANTOPEN'))) return true;
+  const message = (error as { message?: unknown }).message;
+  if (typeof message === 'string' && UNAVAILABLE_MESSAGES.some((pattern) => pattern.test(message.replace(/^TypeError: /, '')))) return true;
+  const { driverError, cause } = error as { driverError?: unknown; cause?: unknown };
+  return isDatabaseUnavailable(driverError, depth + 1) || isDatabaseUnavailable(cause, depth + 1);
+}
+
+/** What a log line says about a failure: its message's first line and its code, never a stack. */
+export function reasonOf(error: unknown): { reason: string; errorCode?: string } {
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: unknown } | null)?.code;
+  return {
+    reason: (message.split('\n')[0] ?? '').slice(0, 300) || 'unknown',
+    // Not `code`: that field name is redacted in every log line (it is the OAuth authorization code).
+    ...(typeof code === 'string' ? { errorCode: code } : {}),
+  };
+}

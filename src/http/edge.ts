@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import { redactUrl } from '../log-redaction.js';
-import { ApiError, clientErrorOf, notFound, sendJson } from './errors.js';
+import { isDatabaseUnavailable, reasonOf } from '../db/errors.js';
+import { ApiError, clientErrorOf, notFound, sendJson, unavailable } from './errors.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -62,6 +63,11 @@ export function notFoundHandler(): RequestHandler {
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
     let apiError = error instanceof ApiError ? error : clientErrorOf(error);
+    if (!apiError && isDatabaseUnavailable(error)) {
+      // An outage, not a bug: one line without a stack, 503 `unavailable` with Retry-After.
+      logger.warn({ dependency: 'database', requestId: req.context?.requestId, ...reasonOf(error) }, 'database not reachable; request refused');
+      apiError = unavailable('the database');
+    }
     if (!apiError) {
       logger.error({ err: error, requestId: req.context?.requestId }, 'unexpected failure');
       apiError = new ApiError(500, 'internal_error', 'something went wrong on our side; quote the X-Request-Id when reporting it');

@@ -85,9 +85,12 @@ export const methodNotAllowed = (allowed: readonly string[]): ApiError =>
 export const notReady = (message: string, extra: Record<string, unknown>): ApiError =>
   new ApiError(503, 'not_ready', message, { extra });
 
-/** A shared dependency (Redis) did not answer: refuse rather than skip a security check. */
-export const temporarilyUnavailable = (what: string): ApiError =>
-  new ApiError(503, 'temporarily_unavailable', `${what} is not reachable just now; try again shortly`, {
+/**
+ * A dependency (the database, Redis) cannot answer just now: refuse (never skip a security check,
+ * never a 500), and say when to try again. The one code of every dependency outage.
+ */
+export const unavailable = (what: string): ApiError =>
+  new ApiError(503, 'unavailable', `${what} is not reachable just now; try again shortly`, {
     headers: { 'Retry-After': '1' },
   });
 

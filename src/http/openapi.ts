@@ -64,7 +64,7 @@ const STATUS_TEXT: Record<number, string> = {
   413: 'The request body is too large.',
   415: 'The request body is not of an accepted media type, charset or encoding.',
   429: 'Too many requests; wait (`Retry-After`), then try again.',
-  503: 'A shared dependency (Redis: rate-limit counters, DPoP replay cache) did not answer; the request was refused, not let through (`Retry-After`).',
+  503: 'A dependency (the database, or Redis: rate-limit counters, DPoP replay cache) did not answer; the request was refused, not let through (`Retry-After`).',
 };
 
 /** The organisation a Cloud session's request acts for: documented wherever Cloud sessions are accepted. */

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ipKeyGenerator, rateLimit, type Store } from 'express-rate-limit';
 import type { ErrorCode } from './error-codes.js';
-import { ApiError, temporarilyUnavailable } from './errors.js';
+import { ApiError, unavailable } from './errors.js';
 
 /**
  * Rate limits (express-rate-limit). Counters live in this process, or in Redis when REDIS_URL
@@ -70,7 +70,7 @@ export class RateLimits {
     // A counter store that cannot answer (Redis away) refuses the request: 503, never unlimited.
     const guarded: RequestHandler = (req, res, next) => {
       void limiter(req, res, (error?: unknown) =>
-        next(error === undefined || error instanceof ApiError ? error : temporarilyUnavailable('the rate-limit store')),
+        next(error === undefined || error instanceof ApiError ? error : unavailable('the rate-limit store')),
       );
     };
     this.limiters.set(rule.name, guarded);

@@ -81,6 +81,13 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
   tenant: boolean;
   /** Token kinds accepted, or 'public'. */
   auth: readonly TokenKind[] | 'public';
+  /**
+   * `false`: the handler never reads or writes the database. The route then answers 503
+   * `unavailable` for a database outage only where the edge reads it on the way (the tenant by
+   * host name on self-hosted, an access token's record). Every other route answers it (the edge
+   * maps the drivers' connection errors, src/db/errors.ts).
+   */
+  database?: false;
   /** The scope a device token must carry to call this route (spec 5; see devices/scopes.ts). */
   deviceScope?: string;
   /** Limits by network address (checked first) and by person (checked after authentication). */
@@ -149,6 +156,7 @@ export function refusedMethod(route: { method: HttpMethod; path: string; operati
     ...route,
     refused: true,
     tenant: false,
+    database: false,
     auth: 'public',
     schemas: {},
     responses: { 405: { description: 'Not served: `Allow` names the methods the path serves.' } },
@@ -215,6 +223,11 @@ export function servedOn(route: RouteDefinition, profile: DeploymentProfile): bo
   return route.auth === 'public' || acceptedKinds(route, profile).length > 0;
 }
 
+/** Whether a request to the route reads the database on this deployment: the edge's reads or the handler's. */
+export function readsDatabase(route: RouteDefinition, profile: DeploymentProfile): boolean {
+  return route.database !== false || acceptedKinds(route, profile).length > 0 || (route.tenant && profile.deployment === 'self-hosted');
+}
+
 /**
  * Every error code the route can answer on this deployment, by status: the route's own
  * (`errors`, `forbids`) and the edge's, derived from the declaration. The OpenAPI document, the
@@ -243,7 +256,7 @@ export function errorCodesOf(route: RouteDefinition, profile: DeploymentProfile)
     add(401, 'invalid_dpop_proof');
     if (profile.dpopNonces) add(401, 'use_dpop_nonce');
     if (route.deviceScope) add(403, 'insufficient_scope');
-    if (profile.redis) add(503, 'temporarily_unavailable');
+    if (profile.redis) add(503, 'unavailable');
   }
   // A Cloud session acts for the organisation `X-Platform-Organisation` names: one the person does
   // not belong to (or none such) is 404, whatever the route.
@@ -251,8 +264,10 @@ export function errorCodesOf(route: RouteDefinition, profile: DeploymentProfile)
   if (route.forbids) add(403, 'forbidden');
   if (route.rateLimits?.length && profile.rateLimits) {
     add(429, ...route.rateLimits.map((rule) => rule.code ?? 'too_many_requests'));
-    if (profile.redis) add(503, 'temporarily_unavailable');
+    if (profile.redis) add(503, 'unavailable');
   }
+  // A database outage: every route that touches it answers 503 `unavailable` (Retry-After).
+  if (readsDatabase(route, profile)) add(503, 'unavailable');
   for (const [status, names] of Object.entries(route.errors ?? {})) {
     const list = names as readonly ErrorCode[];
     // A DPoP nonce is only ever asked for when nonces are required.

@@ -26,6 +26,11 @@
  *                         HTTP scenario)
  *   --json <file>         also write the results as JSON
  *
+ * The soak (`--only soak`, soak.ts): two replicas on MariaDB and Redis at a fixed rate
+ * (BENCH_SOAK_RATE, 200/s) for BENCH_SOAK_SECONDS (or --duration when given; default 60 s):
+ * achieved rate, errors (must be 0), p50/p99, resident memory of each replica (growth after
+ * warm-up at most 10%).
+ *
  * Exits non-zero when any scenario saw a non-2xx answer or a connection error, or an ingest path
  * failed or left a row count different from what it sent, so a broken path never passes for a
  * fast one. An unreachable MariaDB skips the MariaDB part (said so on stdout and stderr) and is
@@ -56,6 +61,7 @@ import { load, problemWith, stopLoad, type Measurement } from './measure.js';
 import { formatRelayTable, runRelayBench, type RelayResult } from './relay.js';
 import { startProvider, type BenchProvider } from './oidc-provider.js';
 import { scenarios as allScenarios, type Scenario, type TargetName } from './scenarios.js';
+import { runSoak, runWorkerComparison } from './soak.js';
 import { freePort, killAllChildren, send, startChild, type ChildServer } from './servers.js';
 import { formatSvgTable, measureSvgPipeline, type SvgBenchResult } from './svg.js';
 
@@ -250,7 +256,12 @@ async function main(): Promise<number> {
   // The ceiling runs whenever a relay path does: its ratio is what to read.
   if (anyRelay) relayParts.ceiling = true;
   const svgPart = matches('svg pictures');
-  if (chosenNames.size === 0 && ingestParts.length === 0 && !anyRelay && !relayParts.ceiling && !svgPart) throw new Error(`--only "${options.only}" matches no scenario, no ingest part, no relay part and not the SVG part`);
+  // The soak (soak.ts): BENCH_SOAK_SECONDS, or --duration when given, else 60 s; BENCH_SOAK_RATE requests/s (200).
+  const soakPart = matches('soak');
+  // One worker beside two (WEB_CONCURRENCY, soak.ts): `--only workers`.
+  const workersPart = matches('workers');
+  const soakSeconds = Number(process.env.BENCH_SOAK_SECONDS ?? (process.argv.some((arg) => arg.startsWith('--duration')) || process.env.BENCH_DURATION ? options.durationSeconds : 60));
+  if (chosenNames.size === 0 && ingestParts.length === 0 && !anyRelay && !relayParts.ceiling && !svgPart && !soakPart && !workersPart) throw new Error(`--only "${options.only}" matches no scenario, no ingest part, no relay part and not the SVG part`);
   const sqliteNeeded = placeholder.some((scenario) => chosenNames.has(scenario.name) && scenario.target === 'platform') || ingestParts.some((part) => part.database === 'sqlite');
 
   let seeded: Seeded | undefined;
@@ -296,7 +307,7 @@ async function main(): Promise<number> {
   log('');
 
   const phase = options.warmupSeconds + options.durationSeconds;
-  armWatchdog(list.length * (phase + 15) + ingestParts.length * (2 * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + 60);
+  armWatchdog(list.length * (phase + 15) + ingestParts.length * (2 * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + (soakPart ? soakSeconds + 240 : 0) + (workersPart ? 4 * phase + 120 : 0) + 60);
   const outcomes: Outcome[] = [];
   const notes: string[] = [];
   let baselineRate: number | undefined;
@@ -455,6 +466,23 @@ async function main(): Promise<number> {
     log(formatSvgTable(svg));
   }
 
+  const soak = soakPart
+    ? await runSoak({
+        script: here('./platform-server.js'),
+        provider,
+        host: HOST,
+        oidc,
+        mariadb: options.mariadb,
+        redis: options.redis,
+        seconds: soakSeconds,
+        rate: Number(process.env.BENCH_SOAK_RATE ?? 200),
+        log,
+      })
+    : undefined;
+  const workers = workersPart
+    ? await runWorkerComparison({ script: here('./platform-server.js'), host: HOST, oidc, redis: options.redis, workDir, warmupSeconds: options.warmupSeconds, durationSeconds: options.durationSeconds, connections: options.connections, log })
+    : undefined;
+
   if (options.json) {
     writeFileSync(
       options.json,
@@ -504,7 +532,9 @@ async function main(): Promise<number> {
   for (const { name, problem } of failedRelay) process.stderr.write(`bench: FAILED ${name}: ${problem}\n`);
   for (const result of failedRelay) for (const server of result.servers ?? []) if (server.stderr().trim()) process.stderr.write(`--- ${server.name} stderr ---\n${server.stderr()}\n`);
   if (svg?.problem) process.stderr.write(`bench: FAILED svg pictures: ${svg.problem}\n`);
-  const anyFailed = failed.length > 0 || failedIngest.length > 0 || failedRelay.length > 0 || svg?.problem !== undefined;
+  if (workers && !workers.ok) process.stderr.write(`bench: FAILED workers: ${workers.runs.map((run) => run.problem).filter(Boolean).join('; ')}\n`);
+  if (soak && !soak.ok) process.stderr.write(`bench: FAILED soak: ${soak.errors} errors, resident memory growth ${soak.memory.map((m) => `${(m.growth * 100).toFixed(1)}%`).join(', ')}\n`);
+  const anyFailed = failed.length > 0 || failedIngest.length > 0 || failedRelay.length > 0 || svg?.problem !== undefined || (soak !== undefined && !soak.ok) || (workers !== undefined && !workers.ok);
   for (const server of Object.values(servers)) {
     if (anyFailed && server.stderr().trim()) process.stderr.write(`--- ${server.name} stderr ---\n${server.stderr()}\n`);
   }

@@ -376,6 +376,16 @@ describe('the Helm chart', () => {
       expect(await refusal({ preStopSleepSeconds: 30, terminationGracePeriodSeconds: 30 })).toContain('terminationGracePeriodSeconds must be longer');
     });
 
+    it('a grace period shorter than the pause plus SHUTDOWN_TIMEOUT_SECONDS', async () => {
+      expect(await refusal({ preStopSleepSeconds: 5, terminationGracePeriodSeconds: 30, 'config.SHUTDOWN_TIMEOUT_SECONDS': 30 })).toContain(
+        'terminationGracePeriodSeconds must be at least preStopSleepSeconds plus config.SHUTDOWN_TIMEOUT_SECONDS',
+      );
+    });
+
+    it('WEB_CONCURRENCY above 1 without Redis', async () => {
+      expect(await refusal({ 'config.WEB_CONCURRENCY': 2 })).toContain('config.WEB_CONCURRENCY above 1 needs Redis');
+    });
+
     it('values the schema does not know or allow', async () => {
       expect(await refusal({ 'config.LOG_LEVL': 'debug' })).toMatch(/additional properties 'LOG_LEVL' not allowed/);
       expect(await refusal({ replicas: 2 })).toMatch(/additional properties 'replicas' not allowed/);

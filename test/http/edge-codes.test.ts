@@ -1,8 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import request from 'supertest';
 import type { ErrorCode } from '../../src/http/error-codes.js';
-import { acceptedKinds, errorCodesOf, servedOn, type RouteDefinition } from '../../src/http/route.js';
+import { acceptedKinds, errorCodesOf, readsDatabase, servedOn, type RouteDefinition } from '../../src/http/route.js';
 import { mintSession } from '../support/cloud.js';
 import { mintRun, type MintedRun } from '../support/cloud-agents.js';
 import { createPerson, deviceHeaders, enrolDevice, type EnrolledDevice } from '../support/devices.js';
@@ -27,7 +28,7 @@ const EDGE_CODES: readonly ErrorCode[] = [
   'insufficient_scope',
   'too_many_requests',
   'slow_down',
-  'temporarily_unavailable',
+  'unavailable',
   'not_found',
 ];
 
@@ -38,6 +39,9 @@ interface Deployment {
   platform: TestPlatform;
   /** Redis configured but unreachable. */
   withoutRedis: TestPlatform;
+  /** The database gone (its connection closed after set-up), with credentials minted before. */
+  withoutDatabase: TestPlatform;
+  down: { device: EnrolledDevice; run: MintedRun; session: Record<string, string> };
   redis: Redis;
   host: string;
   redisHost: string;
@@ -88,7 +92,21 @@ async function setUp(env: Record<string, string>): Promise<Deployment> {
   const deviceWithoutRedis = await enrolDevice(withoutRedis, { organisationId: elsewhere.id, personId: redisPerson.id });
   const run = await mintRun(platform, organisationId);
   const runWithoutRedis = await mintRun(withoutRedis, elsewhere.id);
-  return { platform, withoutRedis, redis, host, redisHost, orgs, organisationId, device, bound, scopeless, onlyOrganisation, boundWithoutRedis, deviceWithoutRedis, run, runWithoutRedis };
+  // Signing keys kept in the database (a shared secret), as several replicas keep them.
+  const withoutDatabase = await startPlatform({ env: { ...env, TRUST_PROXY: 'loopback', SIGNING_KEYS_SECRET: randomBytes(32).toString('base64url') } });
+  const downOrganisation = await createOrganisation(withoutDatabase, platform.config.deployment === 'cloud' ? { kind: 'team' } : {});
+  const downPerson = await createPerson(withoutDatabase, downOrganisation.id, 'owner');
+  const down = {
+    device: await enrolDevice(withoutDatabase, { organisationId: downOrganisation.id, personId: downPerson.id }),
+    run: await mintRun(withoutDatabase, downOrganisation.id),
+    session: await mintSession(withoutDatabase, 'edge-down@example.test', [[downOrganisation.id, 'owner']]).then((session) => ({
+      Authorization: `Bearer ${session.access_token}`,
+      'X-Platform-Organisation': downOrganisation.id,
+    })),
+  };
+  // The database stops answering: every query fails as after a lost connection.
+  await withoutDatabase.dataSource.destroy();
+  return { platform, withoutRedis, withoutDatabase, down, redis, host, redisHost, orgs, organisationId, device, bound, scopeless, onlyOrganisation, boundWithoutRedis, deviceWithoutRedis, run, runWithoutRedis };
 }
 
 async function tearDown(deployment: Deployment | undefined): Promise<void> {
@@ -97,6 +115,8 @@ async function tearDown(deployment: Deployment | undefined): Promise<void> {
   deployment.redis.disconnect();
   await deployment.platform.close();
   await deployment.withoutRedis.close();
+  await deployment.withoutDatabase.stop();
+  await deployment.withoutDatabase.database.drop();
 }
 
 let people = 0;
@@ -168,7 +188,26 @@ async function reach(route: RouteDefinition, code: ErrorCode, d: Deployment) {
       }
       return call(platform, route.method, path, { host: d.host, headers });
     }
-    case 'temporarily_unavailable': {
+    case 'unavailable': {
+      // A rate-limited route meets Redis first (its counters come before anything else): the
+      // same code, reached through a Redis outage below. Every other route meets the database.
+      if (readsDatabase(route, d.withoutDatabase.profile) && !route.rateLimits?.length) {
+        // The database is gone: the first read on the request's way (the tenant by host name on
+        // self-hosted, the token's record, the handler's store) fails, and the edge answers 503.
+        const down = d.withoutDatabase;
+        down.clock.set(Date.now() + 86_400_000);
+        const kinds = acceptedKinds(route, down.profile);
+        const headers = kinds.includes('device')
+          ? { Authorization: `Bearer ${d.down.device.tokens.access_token}` }
+          : kinds.includes('cloud-session')
+            ? d.down.session
+            : kinds.includes('run-credential')
+              ? d.down.run.headers
+              : {};
+        const host = down.config.deployment === 'cloud' ? 'api.platform.test' : `down-${++people}.example.test`;
+        const body = route.schemas.body ? sampleBody(route) : undefined;
+        return call(down, route.method, path, { host, headers: { ...from, ...headers }, ...(body === undefined ? {} : { body }) });
+      }
       const redisOrigin = platform.config.deployment === 'cloud' ? 'https://api.platform.test' : `http://${d.redisHost}`;
       // Credentials that get the request as far as what needs Redis: the DPoP replay cache (a
       // key-bound token), or a rate limit counted after authentication (a plain token).
@@ -223,3 +262,34 @@ describe.each([
     expect(reached.length).toBeGreaterThan(40);
   }, 120_000);
 });
+
+/** A small body the route's schema accepts, built from it: required properties only, simplest values. */
+function sampleBody(route: RouteDefinition): unknown {
+  const sample = (schema: Record<string, unknown>): unknown => {
+    if ('const' in schema) return schema.const;
+    if (Array.isArray(schema.enum)) return schema.enum[0];
+    if (Array.isArray(schema.oneOf)) return sample(schema.oneOf[0] as Record<string, unknown>);
+    if (Array.isArray(schema.anyOf)) return sample(schema.anyOf[0] as Record<string, unknown>);
+    const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+    switch (type) {
+      case 'object': {
+        const properties = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
+        return Object.fromEntries(((schema.required ?? []) as string[]).map((name) => [name, sample(properties[name] ?? {})]));
+      }
+      case 'array':
+        return Array.from({ length: Number(schema.minItems ?? 0) }, () => sample((schema.items ?? {}) as Record<string, unknown>));
+      case 'integer':
+      case 'number':
+        return Number(schema.minimum ?? 1);
+      case 'boolean':
+        return false;
+      case 'string':
+        if (schema.format === 'email') return 'edge-down@example.test';
+        if (schema.format === 'uri') return 'https://example.test/';
+        return 'x'.repeat(Math.max(1, Number(schema.minLength ?? 1)));
+      default:
+        return {};
+    }
+  };
+  return sample(route.schemas.body as Record<string, unknown>);
+}

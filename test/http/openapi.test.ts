@@ -92,8 +92,8 @@ describe('what the document promises', () => {
     expect(codes('401')).toEqual(['invalid_dpop_proof', 'unauthorized']);
     expect(codes('404')).toEqual(['unknown_tenant']);
     expect(codes('403')).toEqual(['insufficient_scope']);
-    // No Redis, no required nonces in this deployment: no 503, no use_dpop_nonce.
-    expect(organisation['503']).toBeUndefined();
+    // No required nonces in this deployment: no use_dpop_nonce. The database is read: 503 `unavailable`.
+    expect(codes('503')).toEqual(['unavailable']);
     const declared = Object.values(body.paths as Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: { properties?: { error?: { enum?: string[] } } } }> }> }>>)
       .flatMap((item) => Object.values(item))
       .flatMap((op) => Object.values(op.responses))
@@ -105,16 +105,19 @@ describe('what the document promises', () => {
     expect(poll).toEqual(expect.arrayContaining(['authorization_pending', 'slow_down', 'invalid_grant', 'invalid_request']));
   });
 
-  it('follows the configuration: Redis adds 503, required nonces add use_dpop_nonce, disabled rate limits drop 429', async () => {
+  it('follows the configuration: required nonces add use_dpop_nonce, disabled rate limits drop 429; 503 `unavailable` only where a dependency is read', async () => {
     const { unreachableRedis } = await import('../support/platform.js');
     const redis = await unreachableRedis();
     const configured = await startPlatform({ redis, env: { DPOP_REQUIRE_NONCE: 'true', RATE_LIMITS_ENABLED: 'false' } });
     try {
       const { body } = await call(configured, 'get', '/openapi.json');
       const organisation = body.paths['/platform/v1/organisation'].get.responses;
-      expect(organisation['503'].content['application/json'].schema.properties.error.enum).toEqual(['temporarily_unavailable']);
+      expect(organisation['503'].content['application/json'].schema.properties.error.enum).toEqual(['unavailable']);
       expect(organisation['401'].content['application/json'].schema.properties.error.enum).toContain('use_dpop_nonce');
       expect(body.paths['/relay/v1/device/code'].post.responses['429']).toBeUndefined();
+      // Nothing on their way reads the database or Redis.
+      for (const path of ['/healthz', '/openapi.json']) expect(body.paths[path].get.responses['503']).toBeUndefined();
+      expect(body.paths['/readyz'].get.responses['503'].content['application/json'].schema.properties.error.const ?? body.paths['/readyz'].get.responses['503'].content['application/json'].schema.properties.error.enum).not.toContain('unavailable');
     } finally {
       await configured.close();
       redis.disconnect();

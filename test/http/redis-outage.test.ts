@@ -26,7 +26,7 @@ describe('when Redis is configured but unreachable', () => {
   it('refuses rate-limited requests with 503 rather than leaving them unlimited', async () => {
     const res = await call(platform, 'post', '/relay/v1/device/code', { host, body: { workspaceId: 'ws', name: 'laptop' } });
     expect(res.status).toBe(503);
-    expect(res.body.error).toBe('temporarily_unavailable');
+    expect(res.body.error).toBe('unavailable');
     expect(res.headers['retry-after']).toBe('1');
   });
 
@@ -36,7 +36,7 @@ describe('when Redis is configured but unreachable', () => {
     const url = `http://${host}/platform/v1/organisation`;
     const res = await call(platform, 'get', '/platform/v1/organisation', { host, headers: await deviceHeaders(device, 'GET', url) });
     expect(res.status).toBe(503);
-    expect(res.body.error).toBe('temporarily_unavailable');
+    expect(res.body.error).toBe('unavailable');
   });
 
   it('refuses MCP requests with 503 rather than leaving a run unlimited', async () => {
@@ -55,7 +55,7 @@ describe('when Redis is configured but unreachable', () => {
       body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
     });
     expect(res.status).toBe(503);
-    expect(res.body.error).toBe('temporarily_unavailable');
+    expect(res.body.error).toBe('unavailable');
   });
 
   it('still serves what does not need Redis', async () => {

@@ -109,7 +109,7 @@ describe('RedisReplayCache on a real Redis', () => {
 
     await expect(unreachable((cache) => cache.unique('down', new Date(clock.now().getTime() + 60_000)))).rejects.toMatchObject({
       status: 503,
-      code: 'temporarily_unavailable',
+      code: 'unavailable',
     });
     const outcome = await unreachable((cache) =>
       new DpopVerifier({ clock, replay: cache, windowSeconds: 60, futureSkewSeconds: 5, requireNonce: false, nonceSecret: Buffer.alloc(32, 1), nonceLifetimeSeconds: 300 })

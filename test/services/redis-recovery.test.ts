@@ -117,11 +117,11 @@ async function expectRefusing(setup: Setup): Promise<void> {
   });
   const limited = await askForCode(setup);
   expect(limited.status).toBe(503);
-  expect(limited.body.error).toBe('temporarily_unavailable');
+  expect(limited.body.error).toBe('unavailable');
   expect(limited.headers['retry-after']).toBe('1');
   const proved = await withProof(setup);
   expect(proved.status).toBe(503);
-  expect(proved.body.error).toBe('temporarily_unavailable');
+  expect(proved.body.error).toBe('unavailable');
 }
 
 describe('Redis stopped and started while the platform runs', () => {
@@ -192,7 +192,7 @@ describe('Redis that answers but cannot run the rate-limit scripts', () => {
       });
       const refused = await askForCode(setup);
       expect(refused.status).toBe(503);
-      expect(refused.body.error).toBe('temporarily_unavailable');
+      expect(refused.body.error).toBe('unavailable');
       // DPoP needs no script: it goes on working.
       expect((await withProof(setup)).status).toBe(200);
     } finally {

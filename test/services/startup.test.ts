@@ -167,7 +167,7 @@ describe('starting with Redis down', () => {
     expect(await notReady.json()).toMatchObject({ error: 'not_ready', checks: { redis: 'unreachable', rateLimits: 'unreachable', replayCache: 'unreachable' } });
     const refused = await code();
     expect(refused.status).toBe(503);
-    expect(refused.body.error).toBe('temporarily_unavailable');
+    expect(refused.body.error).toBe('unavailable');
 
     await redis.start();
     await service.until(() => (service.lines.some((line) => line.msg === 'redis reachable') ? true : undefined), 'Redis to be reachable');

@@ -71,3 +71,72 @@ export async function startService(env: Record<string, string>, timeoutMs = 30_0
   await service.kill();
   throw new Error(`the service was not ready in time (${last}):\n${output}`);
 }
+
+type Line = Record<string, unknown>;
+
+/**
+ * The service in a child process whose log lines the test reads: `PORT` 0 unless the test says
+ * otherwise (the port is read from the "listening" line), the exit code kept. `entry` is what node
+ * runs: `src/main.ts` from source (tsx), or `scripts/start.mjs` as `npm start` runs it.
+ */
+export class LoggedService {
+  readonly lines: Line[] = [];
+  readonly raw: string[] = [];
+  stderr = '';
+  readonly exited: Promise<number | null>;
+  private readonly child: ChildProcess;
+
+  constructor(env: Record<string, string>, entry: 'src/main.ts' | 'scripts/start.mjs' = 'src/main.ts') {
+    const args = entry === 'src/main.ts' ? ['--import', 'tsx', entry] : [entry];
+    this.child = spawn(process.execPath, args, {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let pending = '';
+    this.child.stdout!.on('data', (chunk: Buffer) => {
+      pending += chunk.toString('utf8');
+      const parts = pending.split('\n');
+      pending = parts.pop() ?? '';
+      for (const part of parts) {
+        if (!part.trim()) continue;
+        this.raw.push(part);
+        if (part.startsWith('{')) this.lines.push(JSON.parse(part) as Line);
+      }
+    });
+    this.child.stderr!.on('data', (chunk: Buffer) => (this.stderr += chunk.toString('utf8')));
+    this.exited = new Promise((resolve) => this.child.once('exit', (code) => resolve(code)));
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  async until<T>(find: () => T | undefined, what: string, timeoutMs = 60_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = find();
+      if (found !== undefined) return found;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; output so far:\n${this.raw.join('\n')}\n${this.stderr}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  /** The port of the first "listening" line (a worker's, with WEB_CONCURRENCY). */
+  async port(timeoutMs?: number): Promise<number> {
+    return this.until(() => this.lines.find((line) => line.msg === 'platform api listening')?.port as number | undefined, 'the service to listen', timeoutMs);
+  }
+
+  signal(signal: NodeJS.Signals): void {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+  }
+
+  /** SIGTERM and the exit code (SIGKILL after 20 s, for a test that failed half-way). */
+  async stop(): Promise<number | null> {
+    this.signal('SIGTERM');
+    const timer = setTimeout(() => this.signal('SIGKILL'), 20_000);
+    const code = await this.exited;
+    clearTimeout(timer);
+    return code;
+  }
+}

@@ -92,6 +92,14 @@ describe('config', () => {
     expect(loadConfig({ SIGNING_KEYS_SECRET: Buffer.alloc(32, 7).toString('base64url') }).signingKeys.secret).toEqual(Buffer.alloc(32, 7));
   });
 
+  it('stops within 30 s by default and runs one worker; more workers need Redis', () => {
+    expect(loadConfig({})).toMatchObject({ shutdownTimeoutSeconds: 30, webConcurrency: 1 });
+    expect(loadConfig({ SHUTDOWN_TIMEOUT_SECONDS: '5', WEB_CONCURRENCY: '4', REDIS_URL: 'redis://127.0.0.1:6379' })).toMatchObject({ shutdownTimeoutSeconds: 5, webConcurrency: 4 });
+    expect(refusal({ WEB_CONCURRENCY: '2' })).toBe('WEB_CONCURRENCY: above 1 needs REDIS_URL: workers share rate limits, the DPoP replay cache and relay routing through Redis');
+    expect(refusal({ WEB_CONCURRENCY: '0' })).toBe('WEB_CONCURRENCY: must be between 1 and 64 (got 0)');
+    expect(refusal({ SHUTDOWN_TIMEOUT_SECONDS: '0' })).toBe('SHUTDOWN_TIMEOUT_SECONDS: must be between 1 and 3600 (got 0)');
+  });
+
   it('never repeats a database password in its refusal', () => {
     expect(refusal({ DATABASE_URL: 'postgres://u:secretpw@h/db' })).not.toContain('secretpw');
   });

@@ -111,6 +111,13 @@ is one the service can run as configured.
 {{- if ge (int .Values.preStopSleepSeconds) (int .Values.terminationGracePeriodSeconds) -}}
 {{- fail "terminationGracePeriodSeconds must be longer than preStopSleepSeconds: in-flight requests need time to finish after the pause" -}}
 {{- end -}}
+{{- $drain := int (default 30 .Values.config.SHUTDOWN_TIMEOUT_SECONDS) -}}
+{{- if gt (add (int .Values.preStopSleepSeconds) $drain) (int .Values.terminationGracePeriodSeconds) -}}
+{{- fail "terminationGracePeriodSeconds must be at least preStopSleepSeconds plus config.SHUTDOWN_TIMEOUT_SECONDS: the pod would be killed while requests in flight may still finish" -}}
+{{- end -}}
+{{- if and (gt (int (default 1 .Values.config.WEB_CONCURRENCY)) 1) (not .Values.redis.enabled) -}}
+{{- fail "config.WEB_CONCURRENCY above 1 needs Redis (redis.enabled=true and REDIS_URL): the workers share rate limits, the DPoP replay cache and relay routing through it" -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The ConfigMap's data: every non-empty setting of `config`. */}}

@@ -33,6 +33,7 @@ export function discoveryRoutes(config: Config): RouteDefinition[] {
       tag: 'Discovery',
       tenant: true,
       auth: 'public',
+      database: false,
       schemas: {},
       headers: { 'If-None-Match': { description: 'An ETag from an earlier answer.', schema: { type: 'string' } } },
       responses: {

@@ -125,6 +125,7 @@ export function healthRoutes(probes: readonly ReadinessProbe[], timeoutMs = 2_00
       extension: true,
       tenant: false,
       auth: 'public',
+      database: false,
       schemas: {},
       responses: { 200: { description: 'The process is alive.', schema: healthSchema } },
       handler: () => ({ status: 200, body: { status: 'ok' }, headers: { 'Cache-Control': 'no-store' } }),
@@ -140,6 +141,7 @@ export function healthRoutes(probes: readonly ReadinessProbe[], timeoutMs = 2_00
       extension: true,
       tenant: false,
       auth: 'public',
+      database: false,
       schemas: {},
       responses: {
         200: { description: 'Ready to serve.', schema: readinessSchema },

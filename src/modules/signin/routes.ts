@@ -79,6 +79,7 @@ export function signInRoutes({ service, sessions, config, origin }: SignInRouteO
       cloudOnly: true,
       tenant: false,
       auth: 'public',
+      database: false,
       schemas: {},
       responses: { 200: { description: 'Enabled providers and `email`, in display order.', schema: providerListSchema } },
       handler: () => ({ status: 200, body: { providers: service.providers() }, headers: { 'Cache-Control': 'public, max-age=300' } }),

@@ -1,0 +1,375 @@
+import cluster, { type Worker } from 'node:cluster';
+import { lookup } from 'node:dns/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { DataSource } from 'typeorm';
+import { connectRedis, logConnectionAttempts } from '../adapters/state/redis.js';
+import { buildApp, type Platform } from './app.js';
+import { bootstrapLocalhost } from './bootstrap.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { createDataSource } from './db/data-source.js';
+import { reasonOf } from './db/errors.js';
+import { createLogger } from './logger.js';
+import { systemClock } from './util/clock.js';
+
+/**
+ * The life of the service process, from configuration to exit (src/main.ts only calls `runMain`).
+ *
+ * Exit codes: 0 a stop asked for (SIGTERM, SIGINT) that finished in time; 1 a stop that
+ * SHUTDOWN_TIMEOUT_SECONDS cut short, or an unexpected failure at start; 2 the service cannot
+ * start as configured (a configuration error, a busy port, a HOST that does not resolve or is not
+ * an address of this machine), said in one line, never a stack trace.
+ *
+ * A stop: `/readyz` answers 503 at once; the server takes no new connection (idle keep-alive
+ * connections are closed, every answer still owed says `Connection: close`); control channels are
+ * closed with 1001 (their workbenches reconnect to another replica); requests in flight finish,
+ * for at most SHUTDOWN_TIMEOUT_SECONDS; then the database and Redis are closed.
+ *
+ * With WEB_CONCURRENCY above 1 this process is the primary of a node:cluster: it applies the
+ * migrations and the first-start bootstrap once, then runs that many workers sharing the port; a
+ * signal to it is passed to every worker, and it exits with the worst of their codes.
+ */
+
+export const EXIT_STOPPED = 0;
+export const EXIT_FORCED = 1;
+export const EXIT_CANNOT_START = 2;
+
+/** A reason the service cannot start that one line says fully: exit 2, no stack trace. */
+export class StartError extends Error {
+  constructor(
+    message: string,
+    readonly fields: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = 'StartError';
+  }
+}
+
+/** Waits between attempts to reach the database at start: 0.5 s, doubling, at most 30 s. */
+function startBackoffMs(attempt: number): number {
+  return Math.min(500 * 2 ** Math.min(attempt - 1, 16), 30_000);
+}
+
+/** The one line that says why the server could not listen on HOST:PORT. */
+export function listenFailure(error: unknown, host: string, port: number): StartError {
+  const code = (error as { code?: unknown } | null)?.code;
+  const fields = { host, port, ...(typeof code === 'string' ? { errorCode: code } : {}) };
+  switch (code) {
+    case 'EADDRINUSE':
+      return new StartError(`cannot listen: port ${port} on ${host} is already in use (PORT)`, fields);
+    case 'EADDRNOTAVAIL':
+      return new StartError(`cannot listen: HOST ${host} is not an address of this machine`, fields);
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EAI_NONAME':
+      return new StartError(`cannot listen: HOST ${host} does not resolve to an address`, fields);
+    case 'EACCES':
+    case 'EPERM':
+      return new StartError(`cannot listen: port ${port} needs privileges this process does not have (PORT)`, fields);
+    default:
+      return new StartError(`cannot listen on ${host}:${port}: ${reasonOf(error).reason}`, fields);
+  }
+}
+
+/** HOST must resolve before anything else is opened: a typo is said at once, not after the database. */
+async function checkHost(host: string, port: number): Promise<void> {
+  try {
+    await lookup(host);
+  } catch (error) {
+    throw listenFailure(error, host, port);
+  }
+}
+
+/**
+ * The database, opened (and migrated when `migrate`). While it cannot be reached the service does
+ * not start: it writes one JSON line per attempt (no stack trace) and tries again with a growing
+ * wait, rather than dying and leaving the orchestrator to restart it. A migration that fails on a
+ * reachable database is a broken release, not an outage: that stops the process.
+ */
+async function openDatabase(config: Config, logger: Logger, stopped: () => boolean): Promise<DataSource | undefined> {
+  for (let attempt = 1; ; attempt += 1) {
+    if (stopped()) return undefined;
+    const dataSource = createDataSource(config.database);
+    try {
+      await dataSource.initialize();
+    } catch (error) {
+      const retryInMs = startBackoffMs(attempt);
+      logger.warn({ dependency: 'database', attempt, retryInMs, ...reasonOf(error) }, 'database not reachable; trying again');
+      await sleep(retryInMs);
+      continue;
+    }
+    if (attempt > 1) logger.info({ dependency: 'database', attempts: attempt }, 'database reachable');
+    if (config.migrateOnStart) {
+      const applied = await dataSource.runMigrations({ transaction: 'each' });
+      if (applied.length) logger.info({ migrations: applied.map((m) => m.name) }, 'migrations applied');
+    } else if (await dataSource.showMigrations()) {
+      logger.warn('pending migrations were not applied (MIGRATE_ON_START=false): /readyz answers 503 until `platform migrate` runs');
+    }
+    return dataSource;
+  }
+}
+
+const NOT_READY_BODY = JSON.stringify({ error: 'not_ready', message: 'not ready: the service is shutting down', checks: { shutdown: 'shutting down' } });
+
+/** One service process: the HTTP server on top of the platform, and its stop. */
+export class ServiceProcess {
+  private server: Server | undefined;
+  private dataSource: DataSource | undefined;
+  private platform: Platform | undefined;
+  private readonly redis: Redis | undefined;
+  private draining = false;
+  /** Answers not finished yet: told `Connection: close` when a stop begins. */
+  private readonly inFlight = new Set<ServerResponse>();
+  private stopping: Promise<number> | undefined;
+
+  constructor(
+    private readonly config: Config,
+    private readonly logger: Logger,
+  ) {
+    this.redis = config.redisUrl ? connectRedis(config.redisUrl) : undefined;
+  }
+
+  /** Whether a stop has begun (`/readyz` answers 503 from then on). */
+  get isDraining(): boolean {
+    return this.draining;
+  }
+
+  /** Opens the dependencies and listens; a StartError when it cannot (the caller exits 2). */
+  async start(): Promise<void> {
+    const { config, logger, redis } = this;
+    await checkHost(config.host, config.port);
+    // Redis does not hold the start back: the service answers (readiness says 503, requests that
+    // need Redis are refused with 503 `unavailable`) and every part recovers when Redis is back.
+    if (redis) {
+      logConnectionAttempts(redis, logger);
+      redis.connect().catch(() => undefined);
+    } else {
+      logger.info('REDIS_URL not set: rate limits and replay caches are kept in this process (one replica only)');
+    }
+    if (redis && !config.signingKeys.secret) {
+      logger.warn('REDIS_URL is set but SIGNING_KEYS_SECRET is not: relay assertions are signed with keys of this process only, which other replicas do not publish; set the same SIGNING_KEYS_SECRET on every replica');
+    }
+
+    const dataSource = await openDatabase(config, logger, () => this.draining);
+    if (!dataSource) return;
+    this.dataSource = dataSource;
+    if (this.draining) return;
+    const platform = buildApp({ config, dataSource, clock: systemClock, logger, redis });
+    this.platform = platform;
+    if (config.deployment === 'cloud' && cluster.isPrimary) {
+      logger.info({ mail: platform.services.mailer.description, providers: platform.services.signIn.providers().map((p) => p.id) }, 'cloud sign-in ready');
+      if (!config.cloud.codeSecret) logger.warn('AUTH_CODE_SECRET not set: emailed codes are keyed per process (one replica only; codes pending at a restart stop working)');
+      if (!config.cloud.redirectUris.console.length && !config.cloud.redirectUris.mobile.length) {
+        logger.warn('no redirect URI is registered (AUTH_CONSOLE_REDIRECT_URIS, AUTH_MOBILE_REDIRECT_URIS): only the device approval page can sign people in');
+      }
+    }
+    await bootstrapLocalhost(config, platform.services.organisations, (line) => process.stdout.write(`${line}\n`));
+    await platform.start();
+    if (this.draining) return;
+
+    const server = createServer((req, res) => this.handle(req, res));
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      if (this.draining) {
+        socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\nContent-Length: 0\r\n\r\n');
+        return;
+      }
+      platform.upgrade(req, socket, head);
+    });
+    server.headersTimeout = 20_000;
+    server.requestTimeout = 30_000;
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      const failed = (error: unknown) => reject(listenFailure(error, config.host, config.port));
+      server.once('error', failed);
+      server.listen(config.port, config.host, () => {
+        server.off('error', failed);
+        resolve();
+      });
+    });
+    // Later failures of the listening socket (out of file descriptors…) are logged, not thrown.
+    server.on('error', (error) => logger.error({ ...reasonOf(error) }, 'http server error'));
+    const address = server.address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+    logger.info({ port, deployment: config.deployment, database: config.database.kind }, 'platform api listening');
+  }
+
+  /** Every request: during a stop, readiness is refused and every answer closes its connection. */
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    if (this.draining) {
+      res.setHeader('Connection', 'close');
+      const path = (req.url ?? '').split('?')[0];
+      if (path === '/readyz') {
+        res.writeHead(503, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store', 'Content-Length': Buffer.byteLength(NOT_READY_BODY) });
+        res.end(NOT_READY_BODY);
+        return;
+      }
+    } else {
+      this.inFlight.add(res);
+      res.once('close', () => this.inFlight.delete(res));
+    }
+    this.platform!.app(req, res);
+  }
+
+  /**
+   * Stops (at most once; later calls get the same answer): the exit code, 0 when every request in
+   * flight finished within SHUTDOWN_TIMEOUT_SECONDS, 1 when the time ran out.
+   */
+  stop(signal: string): Promise<number> {
+    this.stopping ??= this.drain(signal);
+    return this.stopping;
+  }
+
+  private async drain(signal: string): Promise<number> {
+    this.draining = true;
+    for (const res of this.inFlight) if (!res.headersSent) res.setHeader('Connection', 'close');
+    const { logger, server } = this;
+    const timeoutMs = this.config.shutdownTimeoutSeconds * 1000;
+    logger.info({ signal, timeoutSeconds: this.config.shutdownTimeoutSeconds }, 'shutting down: readiness is off, requests in flight may finish');
+    let forced = false;
+    if (server?.listening) {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      // Control channels are told to go (1001): their workbenches reconnect to another replica.
+      const channels = this.platform?.stop().catch(() => undefined);
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), timeoutMs);
+      });
+      forced = (await Promise.race([Promise.all([closed, channels]), timedOut])) === 'timeout';
+      clearTimeout(timer);
+      if (forced) {
+        logger.warn({ timeoutSeconds: this.config.shutdownTimeoutSeconds }, 'requests still in flight when SHUTDOWN_TIMEOUT_SECONDS ran out: their connections are closed');
+        server.closeAllConnections();
+      }
+    } else {
+      await this.platform?.stop().catch(() => undefined);
+    }
+    // Closing the pool waits for its connections; a database that does not answer gets 5 s.
+    const closed = await Promise.race([this.close().then(() => true), sleep(5_000).then(() => false)]);
+    if (!closed) logger.warn('the database or Redis did not close within 5 s; leaving anyway');
+    logger.info({ signal, forced }, 'stopped');
+    return forced ? EXIT_FORCED : EXIT_STOPPED;
+  }
+
+  /** Closes the database and Redis (what start opened), for a stop or a failed start. */
+  async close(): Promise<void> {
+    await this.dataSource?.destroy().catch(() => undefined);
+    this.dataSource = undefined;
+    if (this.redis) {
+      await Promise.race([this.redis.quit().catch(() => undefined), sleep(1_000)]);
+      this.redis.disconnect();
+    }
+  }
+}
+
+/** One line on stderr and exit 2: the configuration cannot work. */
+function loadOrExit(env: NodeJS.ProcessEnv): Config {
+  try {
+    return loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`platform-api: configuration error: ${error.message}\n`);
+      process.exit(EXIT_CANNOT_START);
+    }
+    throw error;
+  }
+}
+
+/** A single service process (WEB_CONCURRENCY=1, or a worker of the cluster). */
+async function runService(config: Config, logger: Logger): Promise<void> {
+  const service = new ServiceProcess(config, logger);
+  const stop = (signal: string) => void service.stop(signal).then((code) => process.exit(code));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  try {
+    await service.start();
+  } catch (error) {
+    if (!(error instanceof StartError)) throw error;
+    logger.fatal(error.fields, error.message);
+    await service.close();
+    process.exit(EXIT_CANNOT_START);
+  }
+}
+
+/**
+ * The primary of WEB_CONCURRENCY workers: migrations and the first-start bootstrap once, then the
+ * workers (each applies nothing more); one that dies unasked is replaced; a signal stops them all.
+ */
+async function runPrimary(config: Config, logger: Logger): Promise<void> {
+  let stopping = false;
+  const workers = new Set<Worker>();
+  let worst = EXIT_STOPPED;
+  const finish = () => {
+    if (stopping && workers.size === 0) process.exit(worst);
+  };
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal, workers: workers.size }, 'shutting down the workers');
+    for (const worker of workers) worker.process.kill(signal as NodeJS.Signals);
+    finish();
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+
+  try {
+    await checkHost(config.host, config.port);
+  } catch (error) {
+    if (!(error instanceof StartError)) throw error;
+    logger.fatal(error.fields, error.message);
+    process.exit(EXIT_CANNOT_START);
+  }
+  const dataSource = await openDatabase(config, logger, () => stopping);
+  if (!dataSource) return finish();
+  try {
+    if (config.deployment === 'self-hosted' && config.bootstrapLocalhost) {
+      const { OrganisationService } = await import('./modules/organisation/service.js');
+      await bootstrapLocalhost(config, new OrganisationService(dataSource, systemClock), (line) => process.stdout.write(`${line}\n`));
+    }
+  } finally {
+    await dataSource.destroy().catch(() => undefined);
+  }
+  if (stopping) return finish();
+
+  const fork = () => {
+    const worker = cluster.fork({ MIGRATE_ON_START: 'false', PLATFORM_BOOTSTRAP_LOCALHOST: 'false' });
+    workers.add(worker);
+    worker.on('exit', (code, signal) => {
+      workers.delete(worker);
+      const exitCode = code ?? (signal ? EXIT_FORCED : EXIT_STOPPED);
+      if (stopping) {
+        worst = Math.max(worst, exitCode);
+        return finish();
+      }
+      if (exitCode === EXIT_CANNOT_START) {
+        // The port or the host is wrong for every worker alike: stop, do not fork in a loop.
+        worst = EXIT_CANNOT_START;
+        stopping = true;
+        for (const other of workers) other.process.kill('SIGTERM');
+        return finish();
+      }
+      logger.error({ worker: worker.id, exitCode, signal }, 'a worker stopped unexpectedly; starting another');
+      fork();
+    });
+  };
+  logger.info({ workers: config.webConcurrency }, 'starting workers (WEB_CONCURRENCY)');
+  for (let i = 0; i < config.webConcurrency; i++) fork();
+}
+
+/** The process entry point: configuration, then a single service or a cluster of workers. */
+export async function runMain(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const config = loadOrExit(env);
+  const base = createLogger(config.logLevel);
+  // A worker's lines say which worker wrote them.
+  const logger = cluster.isWorker && cluster.worker ? base.child({ worker: cluster.worker.id }) : base;
+  try {
+    if (config.webConcurrency > 1 && cluster.isPrimary) await runPrimary(config, logger);
+    else await runService(config, logger);
+  } catch (error) {
+    process.stderr.write(`platform-api: failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(EXIT_FORCED);
+  }
+}
