@@ -31,7 +31,7 @@ function dataDir(): string {
   return dir;
 }
 
-async function started(env: Record<string, string> = {}, entry?: 'scripts/start.mjs'): Promise<{ service: LoggedService; port: number }> {
+async function started(env: Record<string, string> = {}, entry?: 'scripts/start.mjs' | 'npm start'): Promise<{ service: LoggedService; port: number }> {
   const dir = dataDir();
   const service = new LoggedService({ DATABASE_URL: `sqlite:${join(dir, 'platform.sqlite')}`, MAIL_OUTBOX_DIR: join(dir, 'outbox'), ...env }, entry);
   cleanUp.push(() => service.stop());
@@ -200,6 +200,15 @@ describe('SIGTERM', () => {
     expect(ready.status).toBe(200);
     expect(await service.stop()).toBe(0);
     expect(service.lines.at(-1)).toMatchObject({ msg: 'stopped', forced: false });
+  }, 180_000);
+
+  it('stops gracefully when SIGTERM reaches only the npm process of `npm start` (exit 0, nothing left running)', async () => {
+    const { service, port } = await started({}, 'npm start');
+    expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+    // The signal goes to npm alone (its pid), not to its process group: npm must pass it on.
+    expect(await service.stop()).toBe(0);
+    expect(service.lines.at(-1)).toMatchObject({ msg: 'stopped', forced: false });
+    await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
   }, 180_000);
 });
 

@@ -86,9 +86,11 @@ export class LoggedService {
   readonly exited: Promise<number | null>;
   private readonly child: ChildProcess;
 
-  constructor(env: Record<string, string>, entry: 'src/main.ts' | 'scripts/start.mjs' = 'src/main.ts') {
-    const args = entry === 'src/main.ts' ? ['--import', 'tsx', entry] : [entry];
-    this.child = spawn(process.execPath, args, {
+  constructor(env: Record<string, string>, entry: 'src/main.ts' | 'scripts/start.mjs' | 'npm start' = 'src/main.ts') {
+    // `npm start` as an operator types it: npm (found on PATH) runs the package's start script.
+    const [command, args] =
+      entry === 'npm start' ? ['npm', ['start']] : entry === 'src/main.ts' ? [process.execPath, ['--import', 'tsx', entry]] : [process.execPath, [entry]];
+    this.child = spawn(command, args, {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
