@@ -185,11 +185,13 @@ export class CliContext {
           EXIT_UNAVAILABLE,
         );
       }
-      let candidate: DataSource;
+      let candidate: DataSource | undefined;
       try {
         candidate = createDataSource(database);
         await candidate.initialize();
       } catch (error) {
+        // A pool a failed connection left behind would keep the process alive.
+        await candidate?.driver.disconnect().catch(() => undefined);
         if (error instanceof ConfigError) throw new CliError(`cannot open the ${database.kind} database: ${error.message}`, EXIT_UNAVAILABLE);
         // The reason, never the URL: it may carry a password.
         throw new CliError(`cannot open the ${database.kind} database: ${error instanceof Error ? error.message : String(error)}`, EXIT_UNAVAILABLE);

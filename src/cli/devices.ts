@@ -20,13 +20,17 @@ function may(person: ActingPerson, organisationId: string, action: 'create' | 'a
   return ability.can(action, subject(type, { organisationId, ...record }) as never);
 }
 
-export type DeviceStatus = 'active' | 'approver_removed';
+/**
+ * `active`: it holds a refresh token it can use; `expired`: its last refresh token expired unused
+ * (it must enrol again); `approver_removed`: the person who approved it is no longer a member
+ * (its next refresh is refused).
+ */
+export type DeviceStatus = 'active' | 'expired' | 'approver_removed';
 
 export interface DeviceView {
   id: string;
   name: string;
   kind: DeviceKind;
-  /** `approver_removed`: the person who approved it left the organisation; it stops at its next refresh. */
   status: DeviceStatus;
   approver: { id: string; name: string };
   enrolledVia: 'device_code' | 'join_key';
@@ -41,6 +45,7 @@ export async function listDevices(services: AdminServices, organisationRef: stri
   const organisation = await organisationByIdOrHost(services, organisationRef);
   const devices = await services.devices.listDevices(organisation.id);
   const people = await services.devices.people(devices.map((device) => device.personId));
+  const live = await services.devices.withLiveRefreshToken(devices.map((device) => device.id), services.clock.now());
   const views: DeviceView[] = [];
   const roles = new Map<string, boolean>();
   for (const device of devices) {
@@ -49,7 +54,7 @@ export async function listDevices(services: AdminServices, organisationRef: stri
       id: device.id,
       name: device.name,
       kind: device.kind,
-      status: roles.get(device.personId) ? 'active' : 'approver_removed',
+      status: !roles.get(device.personId) ? 'approver_removed' : live.has(device.id) ? 'active' : 'expired',
       approver: people.get(device.personId) ?? { id: device.personId, name: '' },
       enrolledVia: device.enrolledVia,
       joinKeyId: device.joinKeyId,
