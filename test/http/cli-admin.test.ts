@@ -92,7 +92,7 @@ describe('platform bootstrap', () => {
     const outcome = await cli(['bootstrap', '--org', acmeHost, '--email', 'Founder@Acme.example', '--name', 'Fay Founder']);
     expect(outcome.code).toBe(0);
     expect(outcome.stderr).toBe('');
-    expect(outcome.database).toBe(platform.database.config.kind === 'sqlite' ? 'sqlite :memory:' : expect.stringMatching(/^mariadb 127\.0\.0\.1:3306\/platform_t_/));
+    expect(outcome.database).toEqual(platform.database.config.kind === 'sqlite' ? 'sqlite :memory:' : expect.stringMatching(/^mariadb 127\.0\.0\.1:3306\/platform_t_/));
     const [added] = auditsOf(outcome);
     expect(added).toEqual({ action: 'person.added', organisationId: acme.id, actor: { kind: 'cli' }, target: { personId: expect.stringMatching(/^usr_/), role: 'owner' } });
     const personId = (added!.target as { personId: string }).personId;
