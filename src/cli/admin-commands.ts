@@ -113,7 +113,7 @@ export function registerDeviceCommands(program: Command, context: CliContext): v
     });
 
   for (const decision of ['approve', 'deny'] as const) {
-    device
+    const command = device
       .command(decision)
       .description(
         decision === 'approve'
@@ -121,15 +121,17 @@ export function registerDeviceCommands(program: Command, context: CliContext): v
           : 'deny a device asking to enrol, by the code it shows',
       )
       .argument('<user_code>', 'the code the device shows (XXXX-XXXX)')
-      .requiredOption('--org <org>', ORG_HELP)
-      .requiredOption('--as <person>', `the member who ${decision === 'approve' ? 'approves (recorded as the approver)' : 'denies'}: email address or person id (usr_…)`)
+      .requiredOption('--org <org>', ORG_HELP);
+    if (decision === 'approve') command.requiredOption('--as <person>', 'the member who approves (recorded as the approver): email address or person id (usr_…)');
+    else command.option('--as <person>', "the member who denies, by the approval page's rules; without it the operator denies any pending code of the organisation");
+    command
       .option('--json', 'print the result as JSON')
-      .action(async (userCode: string, options: { org: string; as: string; json?: boolean }) => {
+      .action(async (userCode: string, options: { org: string; as?: string; json?: boolean }) => {
         const decided = await decideDeviceCode(await context.services(), options.org, userCode, options.as, decision);
         if (options.json) return context.printJson(decided);
         context.print(
           decision === 'approve'
-            ? `Approved ${decided.kind} "${decided.name}" (${decided.userCode}) in ${decided.organisationId} as ${decided.by.email ?? decided.by.id}; it receives its tokens at its next poll.`
+            ? `Approved ${decided.kind} "${decided.name}" (${decided.userCode}) in ${decided.organisationId} as ${decided.by?.email ?? decided.by?.id}; it receives its tokens at its next poll.`
             : `Denied ${decided.kind} "${decided.name}" (${decided.userCode}) in ${decided.organisationId}.`,
         );
       });

@@ -188,7 +188,8 @@ export interface DecidedDevice {
   kind: DeviceKind;
   workspaceId: string;
   requesterAddress: string | null;
-  by: { id: string; email: string | null };
+  /** The member who decided; null when the operator denied without `--as`. */
+  by: { id: string; email: string | null } | null;
 }
 
 /**
@@ -201,17 +202,21 @@ export async function decideDeviceCode(
   services: AdminServices,
   organisationRef: string,
   userCode: string,
-  as: string,
+  as: string | undefined,
   decision: 'approve' | 'deny',
 ): Promise<DecidedDevice> {
   const organisation = await organisationByIdOrHost(services, organisationRef);
-  const person = await actingPerson(services, organisation.id, as);
-  const device = await services.deviceCodes.decide(userCode, { personId: person.id, organisationId: organisation.id, role: person.role }, decision);
+  // Denying needs no person: the operator refuses. Approving always names who approves.
+  const person = as === undefined ? undefined : await actingPerson(services, organisation.id, as);
+  if (!person && decision === 'approve') throw usageError('approving needs --as <person>: the member recorded as the approver');
+  const device = person
+    ? await services.deviceCodes.decide(userCode, { personId: person.id, organisationId: organisation.id, role: person.role }, decision)
+    : await services.deviceCodes.denyAsOperator(userCode, organisation.id);
   const outcome = decision === 'approve' ? 'approved' : 'denied';
   audit(services.logger, {
     action: outcome === 'approved' ? 'device.approved' : 'device.denied',
     organisationId: organisation.id,
-    actor: person.actor,
+    actor: person?.actor ?? CLI_ACTOR,
     target: { kind: device.kind, name: device.name },
   });
   return {
@@ -222,6 +227,6 @@ export async function decideDeviceCode(
     kind: device.kind,
     workspaceId: device.workspaceId,
     requesterAddress: device.requesterAddress,
-    by: { id: person.id, email: person.email },
+    by: person ? { id: person.id, email: person.email } : null,
   };
 }

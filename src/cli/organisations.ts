@@ -235,8 +235,23 @@ export async function configureOrganisation(services: AdminServices, id: string,
   return organisationView(updated, await organisations.hostsOf(id));
 }
 
+/** An organisation named by id (`org_…`) or by a host name it is served at. */
 export async function requireOrganisation(services: AdminServices, id: string): Promise<OrganisationRecord> {
-  const organisation = await services.organisations.findById(id.trim());
+  const trimmed = id.trim();
+  if (!trimmed.startsWith('org_') && !trimmed.includes('_')) {
+    let host: string | undefined;
+    try {
+      host = normaliseHost(trimmed);
+    } catch {
+      host = undefined;
+    }
+    if (host) {
+      const served = await services.organisations.findByHost(host);
+      if (!served) throw notFoundError(`no organisation is served at ${host} (see \`platform org list\`)`);
+      return served;
+    }
+  }
+  const organisation = await services.organisations.findById(trimmed);
   if (!organisation) throw notFoundError(`no organisation ${id} (see \`platform org list\`)`);
   return organisation;
 }

@@ -1,7 +1,6 @@
 import { audit, CLI_ACTOR, type AuditActor } from '../audit.js';
 import type { OrganisationRole } from '../auth/principal.js';
 import type { OrganisationRecord } from '../modules/organisation/entities.js';
-import { normaliseHost } from '../modules/organisation/service.js';
 import type { OrganisationMemberView } from '../modules/projects/service.js';
 import { timestamp } from '../util/clock.js';
 import { notFoundError, refusedError, usageError, type AdminServices } from './context.js';
@@ -29,19 +28,7 @@ function checkPersonName(value: string | undefined): string | undefined {
 }
 
 /** An organisation named by id (`org_…`) or by a host name it is served at. */
-export async function organisationByIdOrHost(services: AdminServices, value: string): Promise<OrganisationRecord> {
-  const trimmed = value.trim();
-  if (trimmed.startsWith('org_')) return requireOrganisation(services, trimmed);
-  let host: string;
-  try {
-    host = normaliseHost(trimmed);
-  } catch {
-    throw usageError(`--org must be an organisation id (org_…) or a host name, got "${value}"`);
-  }
-  const organisation = await services.organisations.findByHost(host);
-  if (!organisation) throw notFoundError(`no organisation is served at ${host} (see \`platform org list\`)`);
-  return organisation;
-}
+export const organisationByIdOrHost = requireOrganisation;
 
 /** The warning a role set here needs when the identity provider's claim decides roles. */
 export function roleClaimWarning(organisation: Pick<OrganisationRecord, 'id' | 'oidcRoleClaim'>): string | undefined {

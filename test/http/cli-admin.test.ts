@@ -323,6 +323,18 @@ describe('platform device approve and deny', () => {
     expectRefusal(await cli(['device', 'approve', 'BCDF-GHJK', '--org', acme.id, '--as', 'approver@acme.example']), 3, 'no pending request has this code');
   });
 
+  it('lets the operator deny without --as, even a code someone opened; approving needs --as (2)', async () => {
+    const code = await askForCode();
+    const founder = await personToken(idp, 'fay-at-idp', { email: 'founder@acme.example' });
+    expect((await call(platform, 'post', '/platform/v1/device-approvals/look-up', { host: acmeHost, headers: founder, body: { userCode: code.user_code } })).status).toBe(200);
+    expect((await cli(['device', 'approve', code.user_code, '--org', acme.id])).code).toBe(2);
+    const denied = await cli(['device', 'deny', code.user_code, '--org', acmeHost]);
+    expect(denied).toMatchObject({ code: 0, stdout: `Denied workbench "CLI workbench" (${code.user_code}) in ${acme.id}.\n` });
+    expect(auditsOf(denied)).toEqual([{ action: 'device.denied', organisationId: acme.id, actor: { kind: 'cli' }, target: { kind: 'workbench', name: 'CLI workbench' } }]);
+    expect((await poll(code.device_code)).body.error).toBe('access_denied');
+    expectRefusal(await cli(['device', 'deny', code.user_code, '--org', acme.id]), 3, 'no pending request has this code');
+  });
+
   it("refuses a code another person opened (4), and one of another organisation's host (3)", async () => {
     const code = await askForCode();
     const founder = await personToken(idp, 'fay-at-idp', { email: 'founder@acme.example' });
