@@ -493,6 +493,14 @@ describe('first start (bootstrap)', () => {
       hosts: ['platform.example.com'], // the hint takes localhost away: the real organisation must not answer there
       oidc: { issuer: 'https://idp.example.com', clientId: 'workbench', apiScope: 'platform', audience: 'platform-api', roleClaim: 'roles' },
     });
+
+    // The next hint, the first owner, is a command this CLI runs too.
+    const owner = printed.join('\n').match(/npx platform (bootstrap .*)$/m)![1]!.split(/\s+/);
+    const bootstrapped = await runOn(empty, owner);
+    expect(bootstrapped.code).toBe(0);
+    expect(bootstrapped.stdout).toMatch(/^you@example\.com \(usr_\w+\) was added to org_\w+ as owner/);
+    // The organisation now takes roles from the provider's claim (`--role-claim roles` above): said so.
+    expect(bootstrapped.stderr).toMatch(/^platform: warning: org_\w+ takes roles from the identity provider's claim "roles"/);
   });
 
   it('leaves a database that already has an organisation alone', async () => {
