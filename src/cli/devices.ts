@@ -14,10 +14,10 @@ import { actingPerson, organisationByIdOrHost, type ActingPerson } from './peopl
  * `DELETE` routes do.
  */
 
-/** Whether a person may do `action` on join keys or device requests: the rule of policies/. */
-function may(person: ActingPerson, organisationId: string, action: 'create' | 'approve', record: Record<string, string>, type: 'JoinKey' | 'DeviceRequest'): boolean {
+/** Whether a person may create join keys: the rule of policies/ the API's route asks. */
+function mayCreateJoinKeys(person: ActingPerson, organisationId: string): boolean {
   const ability = defineAbilityFor({ kind: 'person', organisationId, personId: person.id, role: person.role, projectRoles: new Map() });
-  return ability.can(action, subject(type, { organisationId, ...record }) as never);
+  return ability.can('create', subject('JoinKey', { organisationId }) as never);
 }
 
 /**
@@ -133,7 +133,7 @@ export async function createJoinKey(
   const description = input.description.trim();
   if (description.length < 1 || input.description.length > 500) throw usageError('--description must be 1 to 500 characters');
   const person = await actingPerson(services, organisation.id, input.as);
-  if (!may(person, organisation.id, 'create', {}, 'JoinKey')) {
+  if (!mayCreateJoinKeys(person, organisation.id)) {
     throw refusedError(`${person.email ?? person.id} is ${person.role} of ${organisation.id}: only owners and admins create join keys`);
   }
   const { key, view } = await services.joinKeys.create({
