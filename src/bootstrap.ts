@@ -15,6 +15,8 @@ export async function bootstrapLocalhost(config: Config, organisations: Organisa
     `  npx platform org configure ${organisation.id} --host platform.example.com --remove-host localhost \\`,
     '    --issuer https://idp.example.com --client-id <client id> --api-scope <scope> --audience <audience> [--role-claim <claim>]',
     '  npx platform org list',
+    'Then make yourself its first owner (you become that person when you first sign in with that address):',
+    `  npx platform bootstrap --org ${organisation.id} --email you@example.com`,
   ];
   for (const line of lines) print(line);
 }

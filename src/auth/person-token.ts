@@ -65,6 +65,7 @@ export class PersonTokenResolver implements TokenResolver {
         subject: payload.sub,
         name: typeof payload.name === 'string' ? payload.name : undefined,
         email: typeof payload.email === 'string' ? payload.email : undefined,
+        emailVerified: payload.email_verified === false || payload.email_verified === 'false' ? false : undefined,
         role,
       });
       return {

@@ -1,3 +1,6 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseEnv } from 'node:util';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { ConfigError, loadConfig, type Config } from '../config.js';
@@ -5,6 +8,11 @@ import { createDataSource } from '../db/data-source.js';
 import { createLogger } from '../logger.js';
 import { OrganisationService } from '../modules/organisation/service.js';
 import { ProjectService } from '../modules/projects/service.js';
+import { PolicyService } from '../modules/policy/service.js';
+import { DeviceCodeService } from '../modules/devices/device-code.js';
+import { JoinKeyService } from '../modules/devices/join-keys.js';
+import { DeviceStore } from '../modules/devices/store.js';
+import { DeviceTokenService } from '../modules/devices/tokens.js';
 import { systemClock, type Clock } from '../util/clock.js';
 
 /** What the command line runs against. Tests hand in their own environment, output and database. */
@@ -17,11 +25,18 @@ export interface CliDependencies {
   dataSource?: DataSource;
 }
 
+/** Exit codes of `platform` (README "Administering from the command line"). */
 export const EXIT_OK = 0;
-/** The command was understood but refused or failed: unknown id, host taken, database down. */
+/** Something unexpected failed (a bug, or an error no rule names): the stack is printed. */
 export const EXIT_FAILED = 1;
-/** The command line or the configuration is wrong: nothing was attempted. */
+/** The command line, an input file or the configuration is wrong: nothing was attempted. */
 export const EXIT_USAGE = 2;
+/** What the command names does not exist (organisation, person, project, device, code, revision). */
+export const EXIT_NOT_FOUND = 3;
+/** A rule said no (the same rules as the API): nothing was changed. */
+export const EXIT_REFUSED = 4;
+/** The database cannot be reached or used (down, missing, or its schema older than this build). */
+export const EXIT_UNAVAILABLE = 5;
 
 /** An expected refusal: printed as one line, no stack trace. */
 export class CliError extends Error {
@@ -34,12 +49,63 @@ export class CliError extends Error {
   }
 }
 
+export const notFoundError = (message: string): CliError => new CliError(message, EXIT_NOT_FOUND);
+export const refusedError = (message: string): CliError => new CliError(message, EXIT_REFUSED);
+export const usageError = (message: string): CliError => new CliError(message, EXIT_USAGE);
+
+/** The exit code of an API refusal raised by a service the command line called. */
+export function exitCodeOfStatus(status: number): number {
+  if (status === 404) return EXIT_NOT_FOUND;
+  if (status === 400 || status === 413 || status === 415) return EXIT_USAGE;
+  if (status === 503) return EXIT_UNAVAILABLE;
+  if (status >= 400 && status < 500) return EXIT_REFUSED;
+  return EXIT_FAILED;
+}
+
+/**
+ * The database a configuration names, for the one line the command line prints about it: the
+ * SQLite file's absolute path, or host:port/database of MySQL/MariaDB. Never a user or password.
+ */
+export function describeDatabase(database: Config['database']): string {
+  if (database.kind === 'sqlite') return `sqlite ${database.location === ':memory:' ? ':memory:' : resolve(database.location)}`;
+  try {
+    const url = new URL(database.location);
+    return `${database.flavour} ${url.hostname}:${url.port || '3306'}${url.pathname}`;
+  } catch {
+    return database.flavour;
+  }
+}
+
+/**
+ * Reads an env file (`KEY=value` lines, as `node --env-file` and dotenv read them) under the
+ * environment: a variable set in the environment wins over the file, as with node's own
+ * `--env-file`.
+ */
+export function withEnvFile(env: Record<string, string | undefined>, path: string): Record<string, string | undefined> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw usageError(`cannot read the env file ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  const parsed = parseEnv(text) as Record<string, string>;
+  const merged: Record<string, string | undefined> = { ...parsed };
+  for (const [key, value] of Object.entries(env)) if (value !== undefined) merged[key] = value;
+  return merged;
+}
+
 export interface AdminServices {
   config: Config;
   /** JSON lines on stderr, at LOG_LEVEL: the audit line of every change the command makes. */
   logger: Logger;
+  clock: Clock;
   organisations: OrganisationService;
   projects: ProjectService;
+  policies: PolicyService;
+  devices: DeviceStore;
+  deviceTokens: DeviceTokenService;
+  joinKeys: JoinKeyService;
+  deviceCodes: DeviceCodeService;
 }
 
 /**
@@ -49,13 +115,22 @@ export interface AdminServices {
 export class CliContext {
   private loadedConfig: Config | undefined;
   private opened: DataSource | undefined;
+  private envFile: string | undefined;
+  private announced = false;
 
   constructor(private readonly deps: CliDependencies) {}
 
+  /** `--env-file`: read under the environment before the configuration is first used. */
+  useEnvFile(path: string | undefined): void {
+    if (this.loadedConfig) throw new Error('the configuration was read before --env-file was applied');
+    this.envFile = path;
+  }
+
   get config(): Config {
     if (!this.loadedConfig) {
+      const env = this.envFile === undefined ? this.deps.env : withEnvFile(this.deps.env, this.envFile);
       try {
-        this.loadedConfig = loadConfig(this.deps.env);
+        this.loadedConfig = loadConfig(env);
       } catch (error) {
         if (error instanceof ConfigError) throw new CliError(`configuration error: ${error.message}`, EXIT_USAGE);
         throw error;
@@ -89,36 +164,71 @@ export class CliContext {
   }
 
   /**
-   * The database, open. Unless told otherwise it must be fully migrated: an admin command on a
-   * schema this build does not expect could write rows the running service cannot read.
+   * The database, open. Unless told otherwise it must exist and be fully migrated: an admin
+   * command on a schema this build does not expect could write rows the running service cannot
+   * read, and one pointed at a SQLite file that is not there would quietly start an empty one.
+   * Says which database it is, once, on stderr.
    */
   async database(options: { requireMigrated?: boolean } = {}): Promise<DataSource> {
     const config = this.config;
+    const requireMigrated = options.requireMigrated ?? true;
+    if (!this.announced) {
+      this.announced = true;
+      this.deps.stderr(`database: ${describeDatabase(config.database)}\n`);
+    }
     let dataSource = this.deps.dataSource ?? this.opened;
     if (!dataSource) {
-      const candidate = createDataSource(config.database);
+      const { database } = config;
+      if (requireMigrated && database.kind === 'sqlite' && database.location !== ':memory:' && !existsSync(database.location)) {
+        throw new CliError(
+          `no SQLite database at ${resolve(database.location)}: check DATABASE_URL (the service's), or create it with \`platform migrate\``,
+          EXIT_UNAVAILABLE,
+        );
+      }
+      let candidate: DataSource | undefined;
       try {
+        candidate = createDataSource(database);
         await candidate.initialize();
       } catch (error) {
+        // A pool a failed connection left behind would keep the process alive.
+        await candidate?.driver.disconnect().catch(() => undefined);
+        if (error instanceof ConfigError) throw new CliError(`cannot open the ${database.kind} database: ${error.message}`, EXIT_UNAVAILABLE);
         // The reason, never the URL: it may carry a password.
-        throw new CliError(`cannot open the ${config.database.kind} database: ${error instanceof Error ? error.message : String(error)}`);
+        throw new CliError(`cannot open the ${database.kind} database: ${error instanceof Error ? error.message : String(error)}`, EXIT_UNAVAILABLE);
       }
       this.opened = dataSource = candidate;
     }
-    if ((options.requireMigrated ?? true) && (await dataSource.showMigrations())) {
-      throw new CliError('the database schema is older than this build: run `platform migrate` first');
+    if (requireMigrated && (await dataSource.showMigrations())) {
+      throw new CliError('the database schema is older than this build: run `platform migrate` first', EXIT_UNAVAILABLE);
     }
     return dataSource;
   }
 
+  private built: AdminServices | undefined;
+
   async services(): Promise<AdminServices> {
+    if (this.built) return this.built;
     const dataSource = await this.database();
-    return {
-      config: this.config,
-      logger: this.logger,
-      organisations: new OrganisationService(dataSource, this.clock),
-      projects: new ProjectService(dataSource, this.clock),
+    const { config, clock, logger } = this;
+    // Wired as buildApp wires them (src/app.ts), so the command line keeps the API's rules.
+    const organisations = new OrganisationService(dataSource, clock);
+    const projects = new ProjectService(dataSource, clock);
+    const deviceTokens = new DeviceTokenService(dataSource, clock, config.devices, async (organisationId, personId) =>
+      (await organisations.roleOf(organisationId, personId)) !== undefined,
+    );
+    this.built = {
+      config,
+      logger,
+      clock,
+      organisations,
+      projects,
+      policies: new PolicyService(dataSource, clock, logger, projects, config.json),
+      devices: new DeviceStore(dataSource),
+      deviceTokens,
+      joinKeys: new JoinKeyService(dataSource, clock, deviceTokens, organisations),
+      deviceCodes: new DeviceCodeService(dataSource, clock, config.devices, deviceTokens, organisations),
     };
+    return this.built;
   }
 
   async close(): Promise<void> {

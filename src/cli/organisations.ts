@@ -3,7 +3,7 @@ import type { OrganisationRole } from '../auth/principal.js';
 import type { OrganisationKind, OrganisationPlan, OrganisationRecord } from '../modules/organisation/entities.js';
 import { editionOf, normaliseHost, type OidcSettings } from '../modules/organisation/service.js';
 import { timestamp } from '../util/clock.js';
-import { CliError, EXIT_USAGE, type AdminServices } from './context.js';
+import { CliError, EXIT_USAGE, notFoundError, refusedError, type AdminServices } from './context.js';
 
 /** The OpenID Connect settings as the command line takes them; each flag may be left out. */
 export interface OidcFlags {
@@ -113,7 +113,7 @@ function hostsFrom(values: readonly string[]): string[] {
 async function refuseTakenHosts(services: AdminServices, hosts: readonly string[], organisationId?: string): Promise<void> {
   for (const host of hosts) {
     const owner = await services.organisations.findByHost(host);
-    if (owner && owner.id !== organisationId) throw new CliError(`host ${host} already serves organisation ${owner.id} ("${owner.name}")`);
+    if (owner && owner.id !== organisationId) throw refusedError(`host ${host} already serves organisation ${owner.id} ("${owner.name}")`);
   }
 }
 
@@ -121,7 +121,7 @@ async function refuseTakenIssuer(services: AdminServices, oidc: OidcSettings | u
   if (!oidc) return;
   const owner = await services.organisations.findByIssuer(oidc.issuer);
   if (owner && owner.id !== organisationId) {
-    throw new CliError(`issuer ${oidc.issuer} already signs in organisation ${owner.id} ("${owner.name}"); an issuer selects exactly one organisation`);
+    throw refusedError(`issuer ${oidc.issuer} already signs in organisation ${owner.id} ("${owner.name}"); an issuer selects exactly one organisation`);
   }
 }
 
@@ -208,7 +208,7 @@ export async function configureOrganisation(services: AdminServices, id: string,
   for (const host of removeHosts) {
     const owner = await organisations.findByHost(host);
     // Removing a host of another organisation would quietly do nothing; the id is probably wrong.
-    if (owner && owner.id !== id) throw new CliError(`host ${host} serves organisation ${owner.id}, not ${id}`);
+    if (owner && owner.id !== id) throw refusedError(`host ${host} serves organisation ${owner.id}, not ${id}`);
   }
   await refuseTakenHosts(services, addHosts, id);
   await refuseTakenIssuer(services, oidc, id);
@@ -235,9 +235,24 @@ export async function configureOrganisation(services: AdminServices, id: string,
   return organisationView(updated, await organisations.hostsOf(id));
 }
 
+/** An organisation named by id (`org_…`) or by a host name it is served at. */
 export async function requireOrganisation(services: AdminServices, id: string): Promise<OrganisationRecord> {
-  const organisation = await services.organisations.findById(id.trim());
-  if (!organisation) throw new CliError(`no organisation ${id} (see \`platform org list\`)`);
+  const trimmed = id.trim();
+  if (!trimmed.startsWith('org_') && !trimmed.includes('_')) {
+    let host: string | undefined;
+    try {
+      host = normaliseHost(trimmed);
+    } catch {
+      host = undefined;
+    }
+    if (host) {
+      const served = await services.organisations.findByHost(host);
+      if (!served) throw notFoundError(`no organisation is served at ${host} (see \`platform org list\`)`);
+      return served;
+    }
+  }
+  const organisation = await services.organisations.findById(trimmed);
+  if (!organisation) throw notFoundError(`no organisation ${id} (see \`platform org list\`)`);
   return organisation;
 }
 
@@ -246,6 +261,8 @@ export interface RoleChange {
   person: { id: string; name: string; email: string | null };
   role: OrganisationRole;
   previous: OrganisationRole | undefined;
+  /** The organisation's role claim: when set, the provider's claim replaces this role at the next sign-in. */
+  roleClaim: string | null;
 }
 
 /**
@@ -263,7 +280,7 @@ export async function setOrganisationRole(services: AdminServices, organisationI
   const previous = await services.organisations.roleOf(organisation.id, personId);
   const person = await services.organisations.setRole(organisation.id, personId, role);
   audit(services.logger, { action: 'person.role_changed', organisationId: organisation.id, actor: CLI_ACTOR, target: { personId: person.id, role, previous: previous ?? null } });
-  return { organisationId: organisation.id, person: { id: person.id, name: person.name, email: person.email }, role, previous };
+  return { organisationId: organisation.id, person: { id: person.id, name: person.name, email: person.email }, role, previous, roleClaim: organisation.oidcRoleClaim };
 }
 
 /** Removes a member (found by email among the organisation's members, or by `usr_…` id). */

@@ -3,7 +3,9 @@ import { ORGANISATION_ROLES, PROJECT_ROLES, type OrganisationRole, type ProjectR
 import { ConfigError } from '../config.js';
 import { ApiError } from '../http/errors.js';
 import { ORGANISATION_KINDS, ORGANISATION_PLANS, type OrganisationKind, type OrganisationPlan } from '../modules/organisation/entities.js';
-import { CliContext, CliError, EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliDependencies } from './context.js';
+import { registerDeviceCommands, registerJoinKeyCommands, registerPeopleCommands, registerPolicyCommands, registerProjectAdminCommands } from './admin-commands.js';
+import { CliContext, CliError, EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, exitCodeOfStatus, type CliDependencies } from './context.js';
+import { roleClaimWarning } from './people.js';
 import { registerDiscoverCommand } from './discover.js';
 import {
   configureOrganisation,
@@ -127,7 +129,10 @@ function registerOrganisationCommands(program: Command, context: CliContext): vo
       const change = await setOrganisationRole(await context.services(), options.org, options.person, options.role);
       const was = change.previous === undefined ? 'new member' : change.previous === change.role ? 'unchanged' : `was ${change.previous}`;
       context.print(`${person(change.person)} is ${change.role} of ${change.organisationId} (${was}).`);
+      const warning = roleClaimWarning({ id: change.organisationId, oidcRoleClaim: change.roleClaim });
+      if (warning) context.warn(warning);
     });
+  registerPeopleCommands(program, people, context);
 }
 
 function registerProjectCommands(program: Command, context: CliContext): void {
@@ -180,6 +185,7 @@ function registerProjectCommands(program: Command, context: CliContext): void {
       const was = change.previous === undefined ? 'new member' : change.previous === change.role ? 'unchanged' : `was ${change.previous}`;
       context.print(`${person(change.person)} is ${change.role} of project ${change.projectId} (${was}).`);
     });
+  registerProjectAdminCommands(project, context);
 }
 
 function registerMigrateCommand(program: Command, context: CliContext): void {
@@ -206,9 +212,14 @@ export function buildProgram(context: CliContext, deps: Pick<CliDependencies, 's
       writeErr: (text) => deps.stderr(text),
       outputError: (text, write) => write(`platform: ${text.replace(/^error: /, '')}`),
     })
-    .showHelpAfterError('(add --help for usage)');
+    .showHelpAfterError('(add --help for usage)')
+    .option('--env-file <path>', 'read settings from this file too (KEY=value lines; the environment wins over it)')
+    .hook('preAction', (command) => context.useEnvFile(command.opts<{ envFile?: string }>().envFile));
   registerOrganisationCommands(program, context);
   registerProjectCommands(program, context);
+  registerDeviceCommands(program, context);
+  registerJoinKeyCommands(program, context);
+  registerPolicyCommands(program, context);
   registerMigrateCommand(program, context);
   registerDiscoverCommand(program, { write: (text) => deps.stdout(text) });
   return program;
@@ -245,10 +256,21 @@ function report(error: unknown, deps: CliDependencies): number {
     return EXIT_USAGE;
   }
   if (error instanceof ApiError) {
-    deps.stderr(`platform: ${error.message}\n`);
-    return error.status === 400 ? EXIT_USAGE : EXIT_FAILED;
+    // A rule of a service the API shares: its status says which kind of refusal it is.
+    deps.stderr(`platform: ${error.message}${error.code === 'not_found' || error.code === 'invalid_request' ? '' : ` (${error.code})`}\n`);
+    return exitCodeOfStatus(error.status);
+  }
+  if (isConnectionError(error)) {
+    deps.stderr(`platform: the database stopped answering: ${(error as Error).message}\n`);
+    return EXIT_UNAVAILABLE;
   }
   // A bug, not a refusal: the stack is what a report needs.
   deps.stderr(`platform: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   return EXIT_FAILED;
+}
+
+/** A driver error that means the database went away (MySQL/MariaDB), not a bug. */
+function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: unknown; driverError?: { code?: unknown } } | null)?.driverError?.code ?? (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|PROTOCOL_CONNECTION_LOST|ER_CON_COUNT_ERROR|SQLITE_CANTOPEN|SQLITE_BUSY)$/.test(code);
 }

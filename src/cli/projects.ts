@@ -3,6 +3,7 @@ import type { ProjectRole } from '../auth/principal.js';
 import type { ProjectMemberView, ProjectWithMembers } from '../modules/projects/service.js';
 import { timestamp } from '../util/clock.js';
 import type { AdminServices } from './context.js';
+import { refusedError } from './context.js';
 import { requireOrganisation } from './organisations.js';
 
 /** A project as `--json` prints it. */
@@ -50,13 +51,86 @@ export async function setProjectRole(
   who: string,
   role: ProjectRole,
 ): Promise<ProjectRoleChange> {
+  return setProjectMember(services, organisationId, projectId, who, role, 'set');
+}
+
+/**
+ * Deletes a project as the API does: one holding pictures, cloud agent runs or ingested data is
+ * refused (`project_not_empty`) unless `force`, then they go with it.
+ */
+export async function deleteProject(
+  services: AdminServices,
+  organisationId: string,
+  projectId: string,
+  options: { force: boolean },
+): Promise<{ projectId: string; pictures: number; runs: number; ingest: boolean }> {
   const organisation = await requireOrganisation(services, organisationId);
-  const { person, previous } = await services.projects.setMemberRole(organisation.id, projectId.trim(), who, role);
-  audit(services.logger, {
-    action: 'project.role_changed',
-    organisationId: organisation.id,
-    actor: CLI_ACTOR,
-    target: { projectId: projectId.trim(), personId: person.id, role, previous: previous ?? null },
-  });
-  return { projectId: projectId.trim(), person: { id: person.id, name: person.name, email: person.email }, role, previous };
+  const id = projectId.trim();
+  const contents = await services.projects.delete(organisation.id, id, { force: options.force });
+  const target = { projectId: id, pictures: contents.pictures, runs: contents.runs, ingest: contents.ingest };
+  audit(services.logger, { action: 'project.deleted', organisationId: organisation.id, actor: CLI_ACTOR, target });
+  return target;
+}
+
+export interface ProjectMemberListView {
+  personId: string;
+  name: string;
+  email: string | null;
+  role: ProjectRole;
+  addedAt: string;
+}
+
+export async function listProjectMembers(services: AdminServices, organisationId: string, projectId: string): Promise<ProjectMemberListView[]> {
+  const organisation = await requireOrganisation(services, organisationId);
+  const members: ProjectMemberListView[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const page = await services.projects.memberPage(organisation.id, projectId.trim(), { limit: 200, cursor });
+    members.push(...page.items.map((item) => ({ personId: item.personId, name: item.name, email: item.email, role: item.role, addedAt: timestamp(item.addedAt) })));
+    if (!page.nextCursor) return members;
+    cursor = page.nextCursor;
+  }
+}
+
+/**
+ * Adds a member of the organisation to a project (`add`: refused when they are one already) or
+ * sets their role (`set`), with the API's audit line (`project.member_role_set`).
+ */
+export async function setProjectMember(
+  services: AdminServices,
+  organisationId: string,
+  projectId: string,
+  who: string,
+  role: ProjectRole,
+  mode: 'add' | 'set',
+): Promise<ProjectRoleChange> {
+  const organisation = await requireOrganisation(services, organisationId);
+  const id = projectId.trim();
+  if (mode === 'add') {
+    const member = await services.projects.findOrganisationMember(organisation.id, who);
+    const current = (await services.projects.members(organisation.id, id)).find((entry) => entry.personId === member.id);
+    if (current) throw refusedError(`${member.email ?? member.id} is already ${current.role} of project ${id}; change it with \`platform project members set-role\``);
+  }
+  const { person, previous } = await services.projects.setMemberRole(organisation.id, id, who, role);
+  if (previous !== role) {
+    audit(services.logger, {
+      action: 'project.member_role_set',
+      organisationId: organisation.id,
+      actor: CLI_ACTOR,
+      target: { projectId: id, personId: person.id, from: previous ?? null, to: role },
+    });
+  }
+  return { projectId: id, person: { id: person.id, name: person.name, email: person.email }, role, previous };
+}
+
+export async function removeProjectMember(services: AdminServices, organisationId: string, projectId: string, who: string): Promise<{ projectId: string; personId: string }> {
+  const organisation = await requireOrganisation(services, organisationId);
+  const id = projectId.trim();
+  await services.projects.get(organisation.id, id);
+  const trimmed = who.trim();
+  // By address: among the organisation's members; by id: also someone who has left it since.
+  const personId = trimmed.includes('@') ? (await services.projects.findOrganisationMember(organisation.id, trimmed)).id : trimmed;
+  await services.projects.removeMember(organisation.id, id, personId);
+  audit(services.logger, { action: 'project.member_removed', organisationId: organisation.id, actor: CLI_ACTOR, target: { projectId: id, personId } });
+  return { projectId: id, personId };
 }

@@ -86,7 +86,7 @@ describe('platform migrate', () => {
   afterAll(() => empty.close());
 
   it('refuses to work on a database that is not migrated, naming the fix', async () => {
-    expectRefusal(await runOn(empty, ['org', 'list']), 1, 'run `platform migrate` first');
+    expectRefusal(await runOn(empty, ['org', 'list']), 5, 'run `platform migrate` first');
   });
 
   it('applies the pending migrations, prints them, then has nothing left to do', async () => {
@@ -141,14 +141,14 @@ describe('platform org create and list', () => {
   it('refuses a host name another organisation is served at, and creates nothing', async () => {
     const first = await createOrg('Holder', ['--host', 'held.example']);
     const before = (await organisations().list()).length;
-    expectRefusal(await cli(['org', 'create', '--name', 'Squatter', '--host', 'HELD.example']), 1, `host held.example already serves organisation ${first.id}`);
+    expectRefusal(await cli(['org', 'create', '--name', 'Squatter', '--host', 'HELD.example']), 4, `host held.example already serves organisation ${first.id}`);
     expect(await organisations().list()).toHaveLength(before);
   });
 
   it('refuses an issuer that already signs in another organisation', async () => {
     const oidc = ['--issuer', 'https://idp.shared.example', '--client-id', 'c', '--api-scope', 's', '--audience', 'a'];
     const first = await createOrg('First issuer', ['--host', 'first-issuer.example', ...oidc]);
-    expectRefusal(await cli(['org', 'create', '--name', 'Second', '--host', 'second-issuer.example', ...oidc]), 1, `already signs in organisation ${first.id}`);
+    expectRefusal(await cli(['org', 'create', '--name', 'Second', '--host', 'second-issuer.example', ...oidc]), 4, `already signs in organisation ${first.id}`);
   });
 
   it('refuses OpenID Connect settings given in part, naming what is missing', async () => {
@@ -227,8 +227,8 @@ describe('platform org configure', () => {
   it("refuses to take another organisation's host, or to remove it", async () => {
     const owner = await createOrg('Host owner', ['--host', 'owned.configure.example']);
     const other = await createOrg('Other', ['--host', 'other.configure.example']);
-    expectRefusal(await cli(['org', 'configure', other.id, '--host', 'owned.configure.example']), 1, `already serves organisation ${owner.id}`);
-    expectRefusal(await cli(['org', 'configure', other.id, '--remove-host', 'owned.configure.example']), 1, `serves organisation ${owner.id}, not ${other.id}`);
+    expectRefusal(await cli(['org', 'configure', other.id, '--host', 'owned.configure.example']), 4, `already serves organisation ${owner.id}`);
+    expectRefusal(await cli(['org', 'configure', other.id, '--remove-host', 'owned.configure.example']), 4, `serves organisation ${owner.id}, not ${other.id}`);
     expect(await organisations().hostsOf(owner.id)).toEqual(['owned.configure.example']);
     expect(await organisations().hostsOf(other.id)).toEqual(['other.configure.example']);
   });
@@ -248,7 +248,7 @@ describe('platform org configure', () => {
   });
 
   it('refuses an unknown organisation and a command that changes nothing', async () => {
-    expectRefusal(await cli(['org', 'configure', 'org_doesnotexist', '--name', 'X']), 1, 'no organisation org_doesnotexist');
+    expectRefusal(await cli(['org', 'configure', 'org_doesnotexist', '--name', 'X']), 3, 'no organisation org_doesnotexist');
     const org = await createOrg('Unchanged', ['--host', 'unchanged.configure.example']);
     expectRefusal(await cli(['org', 'configure', org.id]), 2, 'nothing to change');
   });
@@ -275,7 +275,7 @@ describe('platform person set-role', () => {
 
   it('writes no audit line for a refused change', async () => {
     const outcome = await cli(['person', 'set-role', '--org', org.id, '--person', 'nobody@roles.example', '--role', 'admin']);
-    expect(outcome.code).toBe(1);
+    expect(outcome.code).toBe(3);
     expect(auditsOf(outcome)).toEqual([]);
   });
 
@@ -289,7 +289,7 @@ describe('platform person set-role', () => {
   it("never finds by email a person who only belongs to another organisation", async () => {
     const elsewhere = await createOrg('Elsewhere', ['--host', 'elsewhere.example']);
     const mallory = await signedIn(elsewhere.id, 'mallory', 'ceo@roles.example', 'https://idp.elsewhere.example');
-    expectRefusal(await cli(['person', 'set-role', '--org', org.id, '--person', 'ceo@roles.example', '--role', 'owner']), 1, 'no member of the organisation has the address ceo@roles.example');
+    expectRefusal(await cli(['person', 'set-role', '--org', org.id, '--person', 'ceo@roles.example', '--role', 'owner']), 3, 'no member of the organisation has the address ceo@roles.example');
     expect(await organisations().roleOf(org.id, mallory.id)).toBeUndefined();
   });
 
@@ -297,15 +297,15 @@ describe('platform person set-role', () => {
     const first = await signedIn(org.id, 'twin-1', 'twin@roles.example');
     const second = await signedIn(org.id, 'twin-2', 'twin@roles.example', 'https://idp.other-roles.example');
     const outcome = await cli(['person', 'set-role', '--org', org.id, '--person', 'twin@roles.example', '--role', 'owner']);
-    expectRefusal(outcome, 1, '2 members of the organisation have the address twin@roles.example');
+    expectRefusal(outcome, 4, '2 members of the organisation have the address twin@roles.example');
     expect(outcome.stderr).toContain(first.id);
     expect(outcome.stderr).toContain(second.id);
     expect(await organisations().roleOf(org.id, first.id)).toBe('member');
   });
 
   it('refuses unknown people, unknown organisations and unknown roles', async () => {
-    expectRefusal(await cli(['person', 'set-role', '--org', org.id, '--person', 'usr_nobody', '--role', 'admin']), 1, 'no person usr_nobody');
-    expectRefusal(await cli(['person', 'set-role', '--org', 'org_nowhere', '--person', 'usr_nobody', '--role', 'admin']), 1, 'no organisation org_nowhere');
+    expectRefusal(await cli(['person', 'set-role', '--org', org.id, '--person', 'usr_nobody', '--role', 'admin']), 3, 'no person usr_nobody');
+    expectRefusal(await cli(['person', 'set-role', '--org', 'org_nowhere', '--person', 'usr_nobody', '--role', 'admin']), 3, 'no organisation org_nowhere');
     expectRefusal(await cli(['person', 'set-role', '--org', org.id, '--person', 'alice', '--role', 'admin']), 2, 'must be an email address or a person id');
     const badRole = await cli(['person', 'set-role', '--org', org.id, '--person', 'alice@roles.example', '--role', 'god']);
     expect(badRole.code).toBe(2);
@@ -351,14 +351,14 @@ describe('platform project', () => {
     const elsewhere = await createOrg('Project elsewhere', ['--host', 'project-elsewhere.example']);
     const outsider = await signedIn(elsewhere.id, 'outsider', 'outsider@projects.example', 'https://idp.project-elsewhere.example');
     const before = (await cli(['project', 'list', '--org', org.id, '--json'])).stdout;
-    expectRefusal(await cli(['project', 'create', '--org', org.id, '--name', 'X', '--owner', outsider.id]), 1, `${outsider.id} is not a member of the organisation`);
-    expectRefusal(await cli(['project', 'create', '--org', org.id, '--name', 'X', '--owner', 'outsider@projects.example']), 1, 'no member of the organisation has the address');
+    expectRefusal(await cli(['project', 'create', '--org', org.id, '--name', 'X', '--owner', outsider.id]), 3, `${outsider.id} is not a member of the organisation`);
+    expectRefusal(await cli(['project', 'create', '--org', org.id, '--name', 'X', '--owner', 'outsider@projects.example']), 3, 'no member of the organisation has the address');
     expect((await cli(['project', 'list', '--org', org.id, '--json'])).stdout).toBe(before);
   });
 
   it('refuses an unknown organisation', async () => {
-    expectRefusal(await cli(['project', 'create', '--org', 'org_nowhere', '--name', 'X']), 1, 'no organisation org_nowhere');
-    expectRefusal(await cli(['project', 'list', '--org', 'org_nowhere']), 1, 'no organisation org_nowhere');
+    expectRefusal(await cli(['project', 'create', '--org', 'org_nowhere', '--name', 'X']), 3, 'no organisation org_nowhere');
+    expectRefusal(await cli(['project', 'list', '--org', 'org_nowhere']), 3, 'no organisation org_nowhere');
   });
 
   it('sets project roles, and keeps the last owner', async () => {
@@ -366,17 +366,17 @@ describe('platform project', () => {
     const added = await cli(['project', 'set-role', '--org', org.id, '--project', created.id, '--person', 'dave@projects.example', '--role', 'viewer']);
     expect(added.stdout).toBe(`dave <dave@projects.example> (${dave.id}) is viewer of project ${created.id} (new member).\n`);
 
-    expectRefusal(await cli(['project', 'set-role', '--org', org.id, '--project', created.id, '--person', carol.id, '--role', 'contributor']), 1, 'a project keeps at least one owner');
+    expectRefusal(await cli(['project', 'set-role', '--org', org.id, '--project', created.id, '--person', carol.id, '--role', 'contributor']), 4, 'a project keeps at least one owner');
 
     expect((await cli(['project', 'set-role', '--org', org.id, '--project', created.id, '--person', dave.id, '--role', 'owner'])).code).toBe(0);
     const demoted = await cli(['project', 'set-role', '--org', org.id, '--project', created.id, '--person', carol.id, '--role', 'contributor']);
     expect(demoted.stdout).toContain('(was owner)');
     expect(auditsOf(demoted)).toEqual([
       {
-        action: 'project.role_changed',
+        action: 'project.member_role_set',
         organisationId: org.id,
         actor: { kind: 'cli' },
-        target: { projectId: created.id, personId: carol.id, role: 'contributor', previous: 'owner' },
+        target: { projectId: created.id, personId: carol.id, from: 'owner', to: 'contributor' },
       },
     ]);
     const members = await new ProjectService(main.dataSource, clock).members(org.id, created.id);
@@ -391,7 +391,7 @@ describe('platform project', () => {
   it('answers a project of another organisation as absent', async () => {
     const created = JSON.parse((await cli(['project', 'create', '--org', org.id, '--name', 'Hidden', '--json'])).stdout) as ProjectView;
     const other = await createOrg('Project other', ['--host', 'project-other.example']);
-    expectRefusal(await cli(['project', 'set-role', '--org', other.id, '--project', created.id, '--person', carol.id, '--role', 'viewer']), 1, 'no such project');
+    expectRefusal(await cli(['project', 'set-role', '--org', other.id, '--project', created.id, '--person', carol.id, '--role', 'viewer']), 3, 'no such project');
   });
 });
 
@@ -493,6 +493,14 @@ describe('first start (bootstrap)', () => {
       hosts: ['platform.example.com'], // the hint takes localhost away: the real organisation must not answer there
       oidc: { issuer: 'https://idp.example.com', clientId: 'workbench', apiScope: 'platform', audience: 'platform-api', roleClaim: 'roles' },
     });
+
+    // The next hint, the first owner, is a command this CLI runs too.
+    const owner = printed.join('\n').match(/npx platform (bootstrap .*)$/m)![1]!.split(/\s+/);
+    const bootstrapped = await runOn(empty, owner);
+    expect(bootstrapped.code).toBe(0);
+    expect(bootstrapped.stdout).toMatch(/^you@example\.com \(usr_\w+\) was added to org_\w+ as owner/);
+    // The organisation now takes roles from the provider's claim (`--role-claim roles` above): said so.
+    expect(bootstrapped.stderr).toMatch(/^platform: warning: org_\w+ takes roles from the identity provider's claim "roles"/);
   });
 
   it('leaves a database that already has an organisation alone', async () => {

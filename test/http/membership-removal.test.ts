@@ -88,7 +88,7 @@ describe('platform person remove', () => {
 
   it('refuses to remove someone who is not a member', async () => {
     const outcome = await cli(['person', 'remove', '--org', organisation.id, '--person', 'nobody@example.test']);
-    expect(outcome.code).toBe(1);
+    expect(outcome.code).toBe(3);
     expect(outcome.stdout).toBe('');
   });
 });

@@ -13,6 +13,8 @@ export interface CliOutcome {
   stderr: string;
   /** Its JSON log lines on stderr (audit lines), parsed. */
   log: Record<string, unknown>[];
+  /** The line saying which database it worked on (`sqlite /path`, `mariadb host:port/db`), if it opened one. */
+  database: string | undefined;
 }
 
 /** One run of the command line in process, its output captured. */
@@ -21,16 +23,21 @@ export async function runCliCapturing(args: readonly string[], deps: Omit<CliDep
   let stderr = '';
   const code = await runCli(args, { ...deps, stdout: (text) => void (stdout += text), stderr: (text) => void (stderr += text) });
   const log: Record<string, unknown>[] = [];
+  let database: string | undefined;
   const human = stderr
     .split(/(?<=\n)/)
     .filter((line) => {
+      if (line.startsWith('database: ')) {
+        database = line.slice('database: '.length).trimEnd();
+        return false;
+      }
       if (!line.startsWith('{')) return true;
       log.push(JSON.parse(line) as Record<string, unknown>);
       return false;
     })
     .join('');
   logLines.push(...log);
-  return { code, stdout, stderr: human, log };
+  return { code, stdout, stderr: human, log, database };
 }
 
 /** The audit entries of a run. */

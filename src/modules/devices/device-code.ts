@@ -235,6 +235,10 @@ export class DeviceCodeService {
   // Approval by a person -------------------------------------------------------------------
 
   private async findForApprover(userCode: string, approver: Approver): Promise<DeviceAuthorizationRecord> {
+    return this.findPending(userCode, approver.organisationId);
+  }
+
+  private async findPending(userCode: string, organisationId: string): Promise<DeviceAuthorizationRecord> {
     const code = normaliseUserCode(userCode);
     const record = code ? await this.dataSource.manager.findOneBy(DeviceAuthorizationEntity, { userCodeHash: hashSecret(code) }) : null;
     const now = this.clock.now();
@@ -243,7 +247,7 @@ export class DeviceCodeService {
       !record ||
       record.status !== 'pending' ||
       record.expiresAt.getTime() <= now.getTime() ||
-      (record.organisationId !== null && record.organisationId !== approver.organisationId)
+      (record.organisationId !== null && record.organisationId !== organisationId)
     ) {
       throw notFound('no pending request has this code; check it, or ask the device for a new one');
     }
@@ -289,6 +293,23 @@ export class DeviceCodeService {
       })
       // An approval that lands just past expiry is harmless: the poll refuses expired codes.
       .where("id = :id AND status = 'pending' AND claimed_by = :person", { id: record.id, person: approver.personId })
+      .execute();
+    if ((result.affected ?? 0) !== 1) throw notFound('no pending request has this code; check it, or ask the device for a new one');
+    return this.view(record, userCode);
+  }
+
+  /**
+   * An administrator's refusal from the command line (`platform device deny` without `--as`):
+   * any pending code of the organisation (or of none yet), whoever opened it. No one is recorded
+   * as deciding; the device is told `access_denied` at its next poll.
+   */
+  async denyAsOperator(userCode: string, organisationId: string): Promise<PendingDevice> {
+    const record = await this.findPending(userCode, organisationId);
+    const result = await this.dataSource.manager
+      .createQueryBuilder()
+      .update(DeviceAuthorizationEntity)
+      .set({ status: 'denied', decidedAt: this.clock.now(), organisationId })
+      .where("id = :id AND status = 'pending'", { id: record.id })
       .execute();
     if ((result.affected ?? 0) !== 1) throw notFound('no pending request has this code; check it, or ask the device for a new one');
     return this.view(record, userCode);

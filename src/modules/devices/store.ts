@@ -178,6 +178,20 @@ export class DeviceStore {
     await this.revokeTokensOfDevice(deviceId, at);
   }
 
+  /** Which of these devices still hold a refresh token they can use (unused, unrevoked, unexpired). */
+  async withLiveRefreshToken(deviceIds: readonly string[], now: Date): Promise<Set<string>> {
+    if (!deviceIds.length) return new Set();
+    const rows = await this.manager
+      .createQueryBuilder(DeviceTokenEntity, 'token')
+      .select('DISTINCT token.deviceId', 'deviceId')
+      .where("token.deviceId IN (:...deviceIds) AND token.kind = 'refresh' AND token.revokedAt IS NULL AND token.usedAt IS NULL AND token.expiresAt > :now", {
+        deviceIds: [...new Set(deviceIds)],
+        now,
+      })
+      .getRawMany<{ deviceId: string }>();
+    return new Set(rows.map((row) => row.deviceId));
+  }
+
   async touch(deviceId: string, at: Date): Promise<void> {
     await this.manager.update(DeviceEntity, { id: deviceId }, { lastSeenAt: at });
   }

@@ -5,7 +5,7 @@ import { conflict, invalidRequest, notFound } from '../../http/errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import type { OrganisationKind, OrganisationPlan, OrganisationRecord, PersonRecord } from './entities.js';
-import { OrganisationStore } from './store.js';
+import { OrganisationStore, type MemberView } from './store.js';
 
 /** Edition by the rule of spec section 1. */
 export type Edition = 'enterprise' | 'teams' | 'free';
@@ -43,6 +43,17 @@ export class RemovedMember extends Error {
     super('this person was removed from the organisation');
     this.name = 'RemovedMember';
   }
+}
+
+/** Who an identity provider says is signing in. */
+export interface SigningInIdentity {
+  issuer: string;
+  subject: string;
+  name?: string | undefined;
+  email?: string | undefined;
+  /** False when the provider said the address is not verified (`email_verified: false`). */
+  emailVerified?: boolean | undefined;
+  role?: OrganisationRole | undefined;
 }
 
 export interface SignedInPerson {
@@ -188,7 +199,7 @@ export class OrganisationService {
    */
   async signIn(
     organisation: OrganisationRecord,
-    identity: { issuer: string; subject: string; name?: string | undefined; email?: string | undefined; role?: OrganisationRole | undefined },
+    identity: SigningInIdentity,
   ): Promise<SignedInPerson> {
     for (let attempt = 0; ; attempt++) {
       try {
@@ -203,12 +214,16 @@ export class OrganisationService {
 
   private async signInOnce(
     organisation: OrganisationRecord,
-    identity: { issuer: string; subject: string; name?: string | undefined; email?: string | undefined; role?: OrganisationRole | undefined },
+    identity: SigningInIdentity,
   ): Promise<SignedInPerson> {
     const email = identity.email?.toLowerCase();
     const name = (identity.name ?? email ?? identity.subject).slice(0, 200);
     const found = await this.store.findIdentity(identity.issuer, identity.subject, organisation.id);
     if (found?.membership?.removedAt) throw new RemovedMember();
+    if (!found && email !== undefined && identity.emailVerified !== false && organisation.kind === 'enterprise') {
+      const linked = await this.linkAddedMember(organisation, identity, email);
+      if (linked) return linked;
+    }
     if (found && found.membership) {
       const { person, membership } = found;
       const changes: Partial<PersonRecord> = {};
@@ -232,6 +247,62 @@ export class OrganisationService {
       await store.insertMembership({ organisationId: organisation.id, personId: person.id, role, createdAt: now, removedAt: null });
       return { person, role };
     });
+  }
+
+  /**
+   * The first sign-in of a person an administrator added by address (`platform bootstrap`,
+   * `platform person add`): the one member of the organisation with that address whom no provider
+   * has named yet becomes this identity, keeping the role given to them (unless the provider's role
+   * claim says otherwise). Only the organisation's own provider gets here (its issuer selects the
+   * organisation), and only with an address it did not call unverified. Two such members with one
+   * address: neither is taken over, the person starts as a newcomer.
+   */
+  private async linkAddedMember(organisation: OrganisationRecord, identity: SigningInIdentity, email: string): Promise<SignedInPerson | undefined> {
+    const candidates = await this.store.findUnlinkedMembers(organisation.id, email);
+    if (candidates.length !== 1) return undefined;
+    const { person, membership } = candidates[0]!;
+    return this.dataSource.transaction(async (manager) => {
+      const store = this.store.withManager(manager);
+      await store.insertIdentity({ id: newId('idn'), issuer: identity.issuer, subject: identity.subject, personId: person.id, createdAt: this.clock.now() });
+      const changes: Partial<PersonRecord> = {};
+      if (identity.name !== undefined && identity.name.slice(0, 200) !== person.name) changes.name = identity.name.slice(0, 200);
+      if (Object.keys(changes).length) await store.updatePerson(person.id, changes);
+      const role = identity.role ?? membership.role;
+      if (role !== membership.role) await store.setRole(organisation.id, person.id, role);
+      return { person: { ...person, ...changes }, role };
+    });
+  }
+
+  /**
+   * Adds a person by address, before they ever sign in (`platform bootstrap`, `platform person
+   * add`): a person with no identity yet, a member with `role`. Their first sign-in with the
+   * organisation's provider, with that address, takes the person over (see `signIn`).
+   */
+  async addPerson(organisationId: string, input: { email: string; name?: string | undefined; role: OrganisationRole }): Promise<PersonRecord> {
+    const email = input.email.trim().toLowerCase();
+    const now = this.clock.now();
+    const person: PersonRecord = { id: newId('usr'), name: (input.name?.trim() || email).slice(0, 200), email, createdAt: now };
+    await this.dataSource.transaction(async (manager) => {
+      const store = this.store.withManager(manager);
+      await store.insertPerson(person);
+      await store.insertMembership({ organisationId, personId: person.id, role: input.role, createdAt: now, removedAt: null });
+    });
+    return person;
+  }
+
+  /** The organisation's members (not removed), in the order they joined, and whether each has signed in. */
+  async members(organisationId: string): Promise<(MemberView & { signedIn: boolean })[]> {
+    const members: MemberView[] = [];
+    let after: { createdAt: Date; id: string } | undefined;
+    for (;;) {
+      const rows = await this.store.membersPage(organisationId, 500, after);
+      members.push(...rows.slice(0, 500));
+      if (rows.length <= 500) break;
+      const last = rows[499]!;
+      after = { createdAt: last.joinedAt, id: last.personId };
+    }
+    const identified = await this.store.identified(members.map((member) => member.personId));
+    return members.map((member) => ({ ...member, signedIn: identified.has(member.personId) }));
   }
 
   /** Sets a person's role by person id (`usr_…`). Email addresses are not unique across

@@ -132,6 +132,36 @@ export class OrganisationStore {
     return { person: joined.person, membership: joined.membership ?? null };
   }
 
+  /**
+   * Members of the organisation with this address whom no identity provider has named yet: people
+   * an administrator added by address (`platform bootstrap`, `platform person add`) who have not
+   * signed in. Their first sign-in with the organisation's provider takes the person over.
+   */
+  async findUnlinkedMembers(organisationId: string, email: string): Promise<{ person: PersonRecord; membership: MembershipRecord }[]> {
+    const rows = await this.manager
+      .createQueryBuilder(PersonEntity, 'person')
+      .innerJoinAndMapOne('person.membership', 'Membership', 'membership', 'membership.personId = person.id AND membership.organisationId = :organisationId', { organisationId })
+      .where('person.email = :email AND membership.removedAt IS NULL', { email: email.toLowerCase() })
+      .andWhere('NOT EXISTS (SELECT 1 FROM person_identities identity WHERE identity.person_id = person.id)')
+      .orderBy('person.id', 'ASC')
+      .getMany();
+    return rows.map((row) => {
+      const { membership, ...person } = row as PersonRecord & { membership: MembershipRecord };
+      return { person, membership };
+    });
+  }
+
+  /** Which of these people an identity provider has named (they signed in at least once). */
+  async identified(personIds: readonly string[]): Promise<Set<string>> {
+    if (!personIds.length) return new Set();
+    const rows = await this.manager
+      .createQueryBuilder(PersonIdentityEntity, 'identity')
+      .select('DISTINCT identity.personId', 'personId')
+      .where('identity.personId IN (:...personIds)', { personIds: [...new Set(personIds)] })
+      .getRawMany<{ personId: string }>();
+    return new Set(rows.map((row) => row.personId));
+  }
+
   async insertPerson(person: PersonRecord): Promise<void> {
     await this.manager.insert(PersonEntity, person);
   }
