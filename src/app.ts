@@ -51,6 +51,10 @@ import { identityProvider } from '../adapters/identity/cloud-providers.js';
 import { OutboxMailer } from '../adapters/mail/outbox.js';
 import { SmtpMailer } from '../adapters/mail/smtp.js';
 import { CloudSessionResolver } from './auth/cloud-session.js';
+import { AuthCache } from './auth/auth-cache.js';
+import { AuthRevocations } from './auth/revocations.js';
+import type { Resolved } from './auth/resolver.js';
+import type { CachedDevice } from './auth/device-token.js';
 import type { Mailer } from './mail/mailer.js';
 import { accountRoutes } from './modules/account/routes.js';
 import { AccountService } from './modules/account/service.js';
@@ -108,6 +112,10 @@ export interface Platform {
   start(): Promise<void>;
   /** Closes the control channels (1001) and stops the relay. */
   stop(): Promise<void>;
+  /** Entries held now by each bounded in-process cache (the soak prints them; bounds in config). */
+  cacheSizes(): Record<string, number>;
+  /** Drops the caches of verified credentials when something may have ended (src/auth/revocations.ts). */
+  revocations: AuthRevocations;
 }
 
 /** The composition root: every part of the service is made and wired here, and only here. */
@@ -134,11 +142,16 @@ export function buildApp(deps: AppDependencies): Platform {
     policies,
     credentialMaxTtlSeconds: config.cloudAgents.credentialMaxTtlSeconds,
   });
+  // Verified credentials, kept a few seconds and dropped on any revocation (src/auth/revocations.ts).
+  const revocations = new AuthRevocations(dataSource, clock, deps.redis);
+  const deviceCache = new AuthCache<CachedDevice>('deviceTokens', config.authCache, clock, revocations);
+  const personCache = new AuthCache<Resolved>('personTokens', config.authCache, clock, revocations);
+  const sessionCache = new AuthCache<Resolved>('cloudSessions', config.authCache, clock, revocations);
   const resolvers: TokenResolver[] = [
-    new DeviceTokenResolver(deviceTokens, dpop, organisations, clock, (id, at) => deviceStore.touch(id, at)),
+    new DeviceTokenResolver(deviceTokens, dpop, organisations, clock, (id, at) => deviceStore.touch(id, at), deviceCache),
     new RunCredentialResolver(cloudAgents, organisations),
   ];
-  if (config.deployment === 'self-hosted') resolvers.push(new PersonTokenResolver(verifier, organisations));
+  if (config.deployment === 'self-hosted') resolvers.push(new PersonTokenResolver(verifier, organisations, personCache));
 
   // Signing keys: in the database, sealed with SIGNING_KEYS_SECRET, shared by every replica;
   // without the secret, in this process (one replica).
@@ -187,7 +200,7 @@ export function buildApp(deps: AppDependencies): Platform {
     // Emailed codes are stored as HMACs under a key of their own, derived from AUTH_CODE_SECRET.
     codeKey: Buffer.from(hkdfSync('sha256', config.cloud.codeSecret ?? randomBytes(32), 'emailed codes', 'platform email code v1', 32)),
   });
-  if (config.deployment === 'cloud') resolvers.push(new CloudSessionResolver(sessions, organisations));
+  if (config.deployment === 'cloud') resolvers.push(new CloudSessionResolver(sessions, organisations, sessionCache));
 
   const redis = deps.redis;
   const redisRateLimits = redis ? new RedisRateLimitStores(redis) : undefined;
@@ -334,7 +347,18 @@ export function buildApp(deps: AppDependencies): Platform {
     start: async () => {
       await signingKeys.ready();
       await relay.start();
+      await revocations.start();
     },
-    stop: () => relay.stop(),
+    stop: async () => {
+      await revocations.stop();
+      await relay.stop();
+    },
+    cacheSizes: () => ({
+      deviceTokens: deviceCache.size,
+      personTokens: personCache.size,
+      cloudSessions: sessionCache.size,
+      ...policies.cacheSizes(),
+    }),
+    revocations,
   };
 }
