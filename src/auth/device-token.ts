@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Request } from 'express';
 import type { DeviceRecord } from '../modules/devices/entities.js';
+import type { OrganisationRecord } from '../modules/organisation/entities.js';
 import type { AuthCache } from './auth-cache.js';
 import { ApiError, unauthorized } from '../http/errors.js';
 import type { OrganisationService } from '../modules/organisation/service.js';
@@ -28,6 +29,8 @@ export interface CachedDevice {
   device: DeviceRecord;
   expiresAt: Date;
   scopes: string[];
+  /** Its organisation, once read (Cloud: no tenant from the host); dropped with the entry on any change. */
+  organisation?: OrganisationRecord;
 }
 
 /**
@@ -103,8 +106,9 @@ export class DeviceTokenResolver implements TokenResolver {
     } else if (credential.scheme === 'dpop') {
       throw unauthorized('this token is not bound to a key: send it with the Bearer scheme', challenge);
     }
-    const organisation = tenant ?? (await this.organisations.findById(device.organisationId));
+    const organisation = tenant ?? found.organisation ?? (await this.organisations.findById(device.organisationId));
     if (!organisation) throw unauthorized('the access token is not valid', challenge);
+    if (!tenant) found.organisation = organisation;
     this.noteSeen(device.id);
     return {
       organisation,

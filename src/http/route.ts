@@ -404,7 +404,12 @@ export class RouteRegistry {
       if (route.tenant) chain.push(layers.tenancy);
       if (route.auth !== 'public') chain.push(layers.authenticate(route));
       for (const rule of limits.filter((r) => r.by !== 'address')) chain.push(layers.rateLimit(rule));
-      chain.push(...layers.bodyParsers(route, bodyLimit));
+      // A request with neither Content-Length nor Transfer-Encoding (most GETs) has no body
+      // (RFC 9112 6.3) and skips the parsers, which would only find that out (body-parser's own
+      // test); one with `Content-Length: 0` still goes through them, as before.
+      for (const parser of layers.bodyParsers(route, bodyLimit)) {
+        chain.push((req, res, next) => (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined ? next() : parser(req, res, next)));
+      }
       // Before the precheck, validation and anything else that may recurse into the body. (A route
       // that takes no body refuses one whatever it holds.)
       if (route.schemas.body) chain.push(boundedBody({ ...layers.defaultJsonLimits, ...route.jsonLimits }));
