@@ -26,7 +26,7 @@ import { WebSessions } from './modules/devices/page-session.js';
 import { OrganisationSignIn } from './modules/devices/page-sign-in.js';
 import type { TokenResolver } from './auth/resolver.js';
 import type { Config } from './config.js';
-import { errorHandler, notFoundHandler, requestId, requestLogger } from './http/edge.js';
+import { errorHandler, hoistedHeaders, notFoundHandler, requestId, requestLogger } from './http/edge.js';
 import { buildOpenApi } from './http/openapi.js';
 import { originEdge, serviceOrigin } from './http/origin.js';
 import { defineRoute, RouteRegistry, type DeploymentProfile } from './http/route.js';
@@ -283,8 +283,9 @@ export function buildApp(deps: AppDependencies): Platform {
   // sticky. Headers that only matter to HTML pages in old browsers (DNS prefetch, IE download
   // options, Flash cross-domain, XSS auditor, origin-agent clustering) are left out of every
   // answer; the approval page sets its own page headers.
+  // Helmet's headers do not depend on the request: recorded once at start-up, set by one function.
   app.use(
-    helmet({
+    hoistedHeaders(helmet({
       contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
       crossOriginOpenerPolicy: false,
       originAgentCluster: false,
@@ -292,7 +293,7 @@ export function buildApp(deps: AppDependencies): Platform {
       xDownloadOptions: false,
       xPermittedCrossDomainPolicies: false,
       xXssProtection: false,
-    }),
+    })),
   );
   // The one trusted origin of the request, settled before anything reads a host (400 otherwise).
   app.use(originEdge(config.baseUrl));

@@ -183,7 +183,7 @@ function formatTable(outcomes: Outcome[], bareRuns: Measurement[], costs: Crypto
     let met = '-';
     if (scenario.goal !== undefined && ratio !== undefined) {
       if (ratio >= scenario.goal) met = 'met';
-      else if (limit !== undefined && limit < scenario.goal) met = ratio >= limit * 0.9 ? 'past limit, within 10% of it' : 'MISSED (target past limit)';
+      else if (limit !== undefined && limit < scenario.goal) met = ratio >= limit ? 'limit reached (target past it)' : ratio >= limit * 0.9 ? 'within 10% of limit (target past it)' : 'MISSED (target past limit)';
       else met = 'MISSED';
     }
     rows.push([
