@@ -1,4 +1,4 @@
-import { AbilityBuilder, createMongoAbility, ForbiddenError, subject } from '@casl/ability';
+import { AbilityBuilder, createMongoAbility, subject } from '@casl/ability';
 import { forbidden } from '../src/http/errors.js';
 import { organisationRules } from './organisation.js';
 import { projectRules } from './project.js';
@@ -41,10 +41,7 @@ export function defineAbilityFor(actor: Actor): AppAbility {
 
 /** Refuse with 403 `forbidden` unless the ability allows `action` on the record. */
 export function authorize(ability: AppAbility, action: Action, type: string, record: object): void {
-  try {
-    ForbiddenError.from(ability).throwUnlessCan(action, subject(type, { ...record }) as never);
-  } catch (error) {
-    if (error instanceof ForbiddenError) throw forbidden();
-    throw error;
-  }
+  // The same question `ForbiddenError.throwUnlessCan` asks, without building its error object
+  // (and its message) on every allowed request: the refusal is made only when refusing.
+  if (!ability.can(action, subject(type, { ...record }) as never)) throw forbidden();
 }

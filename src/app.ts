@@ -26,7 +26,7 @@ import { WebSessions } from './modules/devices/page-session.js';
 import { OrganisationSignIn } from './modules/devices/page-sign-in.js';
 import type { TokenResolver } from './auth/resolver.js';
 import type { Config } from './config.js';
-import { errorHandler, notFoundHandler, requestId, requestLogger } from './http/edge.js';
+import { errorHandler, hoistedHeaders, notFoundHandler, requestId, requestLogger } from './http/edge.js';
 import { buildOpenApi } from './http/openapi.js';
 import { originEdge, serviceOrigin } from './http/origin.js';
 import { defineRoute, RouteRegistry, type DeploymentProfile } from './http/route.js';
@@ -51,6 +51,10 @@ import { identityProvider } from '../adapters/identity/cloud-providers.js';
 import { OutboxMailer } from '../adapters/mail/outbox.js';
 import { SmtpMailer } from '../adapters/mail/smtp.js';
 import { CloudSessionResolver } from './auth/cloud-session.js';
+import { AuthCache } from './auth/auth-cache.js';
+import { AuthRevocations } from './auth/revocations.js';
+import type { Resolved } from './auth/resolver.js';
+import type { CachedDevice } from './auth/device-token.js';
 import type { Mailer } from './mail/mailer.js';
 import { accountRoutes } from './modules/account/routes.js';
 import { AccountService } from './modules/account/service.js';
@@ -110,6 +114,10 @@ export interface Platform {
   start(): Promise<void>;
   /** Closes the control channels (1001) and stops the relay. */
   stop(): Promise<void>;
+  /** Entries held now by each bounded in-process cache (the soak prints them; bounds in config). */
+  cacheSizes(): Record<string, number>;
+  /** Drops the caches of verified credentials when something may have ended (src/auth/revocations.ts). */
+  revocations: AuthRevocations;
 }
 
 /** The composition root: every part of the service is made and wired here, and only here. */
@@ -136,11 +144,16 @@ export function buildApp(deps: AppDependencies): Platform {
     policies,
     credentialMaxTtlSeconds: config.cloudAgents.credentialMaxTtlSeconds,
   });
+  // Verified credentials, kept a few seconds and dropped on any revocation (src/auth/revocations.ts).
+  const revocations = new AuthRevocations(dataSource, clock, deps.redis);
+  const deviceCache = new AuthCache<CachedDevice>('deviceTokens', config.authCache, clock, revocations);
+  const personCache = new AuthCache<Resolved>('personTokens', config.authCache, clock, revocations);
+  const sessionCache = new AuthCache<Resolved>('cloudSessions', config.authCache, clock, revocations);
   const resolvers: TokenResolver[] = [
-    new DeviceTokenResolver(deviceTokens, dpop, organisations, clock, (id, at) => deviceStore.touch(id, at)),
+    new DeviceTokenResolver(deviceTokens, dpop, organisations, clock, (id, at) => deviceStore.touch(id, at), deviceCache),
     new RunCredentialResolver(cloudAgents, organisations),
   ];
-  if (config.deployment === 'self-hosted') resolvers.push(new PersonTokenResolver(verifier, organisations));
+  if (config.deployment === 'self-hosted') resolvers.push(new PersonTokenResolver(verifier, organisations, personCache));
 
   // Signing keys: in the database, sealed with SIGNING_KEYS_SECRET, shared by every replica;
   // without the secret, in this process (one replica).
@@ -190,7 +203,7 @@ export function buildApp(deps: AppDependencies): Platform {
     // Emailed codes are stored as HMACs under a key of their own, derived from AUTH_CODE_SECRET.
     codeKey: Buffer.from(hkdfSync('sha256', config.cloud.codeSecret ?? randomBytes(32), 'emailed codes', 'platform email code v1', 32)),
   });
-  if (config.deployment === 'cloud') resolvers.push(new CloudSessionResolver(sessions, organisations));
+  if (config.deployment === 'cloud') resolvers.push(new CloudSessionResolver(sessions, organisations, sessionCache));
 
   const redis = deps.redis;
   const redisRateLimits = redis ? new RedisRateLimitStores(redis) : undefined;
@@ -275,8 +288,9 @@ export function buildApp(deps: AppDependencies): Platform {
   // sticky. Headers that only matter to HTML pages in old browsers (DNS prefetch, IE download
   // options, Flash cross-domain, XSS auditor, origin-agent clustering) are left out of every
   // answer; the approval page sets its own page headers.
+  // Helmet's headers do not depend on the request: recorded once at start-up, set by one function.
   app.use(
-    helmet({
+    hoistedHeaders(helmet({
       contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
       crossOriginOpenerPolicy: false,
       originAgentCluster: false,
@@ -284,7 +298,7 @@ export function buildApp(deps: AppDependencies): Platform {
       xDownloadOptions: false,
       xPermittedCrossDomainPolicies: false,
       xXssProtection: false,
-    }),
+    })),
   );
   // The one trusted origin of the request, settled before anything reads a host (400 otherwise).
   app.use(originEdge(config.baseUrl));
@@ -345,7 +359,18 @@ export function buildApp(deps: AppDependencies): Platform {
     start: async () => {
       await signingKeys.ready();
       await relay.start();
+      await revocations.start();
     },
-    stop: () => relay.stop(),
+    stop: async () => {
+      await revocations.stop();
+      await relay.stop();
+    },
+    cacheSizes: () => ({
+      deviceTokens: deviceCache.size,
+      personTokens: personCache.size,
+      cloudSessions: sessionCache.size,
+      ...policies.cacheSizes(),
+    }),
+    revocations,
   };
 }

@@ -42,6 +42,11 @@ export interface Config {
     maxStringLength: number;
   };
   discoveryMaxAgeSeconds: number;
+  /** In-process caches of verified credentials (src/auth/auth-cache.ts); 0 entries or 0 s: off. */
+  authCache: {
+    maxEntries: number;
+    maxAgeSeconds: number;
+  };
   oidc: {
     /** Seconds of clock skew tolerated on `exp`/`nbf`/`iat` of person tokens. */
     clockSkewSeconds: number;
@@ -531,6 +536,10 @@ export function loadConfig(env: Env = process.env): Config {
       maxStringLength: integer(env, 'JSON_MAX_STRING_LENGTH', 65_536, 1_024, 64 * 1024 * 1024),
     },
     discoveryMaxAgeSeconds: 300,
+    authCache: {
+      maxEntries: integer(env, 'AUTH_CACHE_MAX_ENTRIES', 10_000, 0, 1_000_000),
+      maxAgeSeconds: integer(env, 'AUTH_CACHE_MAX_AGE_SECONDS', 5, 0, 30),
+    },
     oidc: {
       clockSkewSeconds: integer(env, 'OIDC_CLOCK_SKEW_SECONDS', 30, 0, 300),
       jwksCooldownMs: integer(env, 'OIDC_JWKS_COOLDOWN_MS', 30_000, 0, 3_600_000),
@@ -653,6 +662,8 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'DEVICE_REFRESH_GRACE_SECONDS', secret: false, default: '10' },
   { name: 'DEVICE_CODE_TTL_SECONDS', secret: false, default: '600' },
   { name: 'DEVICE_POLL_INTERVAL_SECONDS', secret: false, default: '5' },
+  { name: 'AUTH_CACHE_MAX_ENTRIES', secret: false, default: '10000' },
+  { name: 'AUTH_CACHE_MAX_AGE_SECONDS', secret: false, default: '5' },
   { name: 'DPOP_PROOF_WINDOW_SECONDS', secret: false, default: '60' },
   { name: 'DPOP_FUTURE_SKEW_SECONDS', secret: false, default: '5' },
   { name: 'DPOP_REQUIRE_NONCE', secret: false, default: 'false' },

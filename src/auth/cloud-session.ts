@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import type { Request } from 'express';
+import type { AuthCache } from './auth-cache.js';
 import { notFound, unauthorized } from '../http/errors.js';
 import type { OrganisationService } from '../modules/organisation/service.js';
 import { SESSION_ACCESS_PREFIX, type CloudSessions } from '../modules/signin/sessions.js';
@@ -22,6 +24,8 @@ export class CloudSessionResolver implements TokenResolver {
   constructor(
     private readonly sessions: CloudSessions,
     private readonly organisations: OrganisationService,
+    /** Resolved (session, organisation) pairs for a few seconds (src/auth/auth-cache.ts). */
+    private readonly cache?: AuthCache<Resolved>,
   ) {}
 
   recognises(credential: Credential): boolean {
@@ -29,9 +33,19 @@ export class CloudSessionResolver implements TokenResolver {
   }
 
   async resolve(credential: Credential, req: Request): Promise<Resolved> {
-    const session = await this.sessions.resolveAccessToken(credential.token);
-    if (!session) throw invalidToken('the access token is not valid: expired, signed out, or never issued');
     const header = req.headers[ORGANISATION_HEADER];
+    // One SHA-256 of the token: the stored hash, and with the header the cache key.
+    const tokenHash = createHash('sha256').update(credential.token, 'utf8').digest('hex');
+    const key = this.cache?.enabled ? `${tokenHash}\n${typeof header === 'string' ? header.trim() : header === undefined ? '-' : '?'}` : undefined;
+    if (key !== undefined) {
+      await this.cache!.fresh();
+      const hit = this.cache!.get(key);
+      if (hit) return hit;
+    }
+    const generation = this.cache?.begin() ?? 0;
+    const found = await this.sessions.resolveAccessTokenHash(tokenHash);
+    if (!found) throw invalidToken('the access token is not valid: expired, signed out, or never issued');
+    const { session } = found;
     let membership;
     if (header === undefined) {
       membership = (await this.organisations.membershipsOf(session.personId)).find((entry) => entry.organisation.kind === 'personal');
@@ -41,7 +55,7 @@ export class CloudSessionResolver implements TokenResolver {
       membership = ORGANISATION_ID.test(id) ? await this.organisations.membershipIn(session.personId, id) : undefined;
       if (!membership) throw notFound('no such organisation among yours');
     }
-    return {
+    const resolved: Resolved = {
       organisation: membership.organisation,
       principal: {
         kind: 'cloud-session',
@@ -53,5 +67,7 @@ export class CloudSessionResolver implements TokenResolver {
         sessionId: session.id,
       },
     };
+    if (key !== undefined) this.cache!.set(key, resolved, generation, found.expiresAt);
+    return resolved;
   }
 }

@@ -1,4 +1,8 @@
+import { createHash } from 'node:crypto';
 import type { Request } from 'express';
+import type { DeviceRecord } from '../modules/devices/entities.js';
+import type { OrganisationRecord } from '../modules/organisation/entities.js';
+import type { AuthCache } from './auth-cache.js';
 import { ApiError, unauthorized } from '../http/errors.js';
 import type { OrganisationService } from '../modules/organisation/service.js';
 import { ACCESS_TOKEN_PREFIX, type DeviceTokenService } from '../modules/devices/tokens.js';
@@ -17,6 +21,18 @@ export function dpopRefusal(error: DpopError): ApiError {
 
 const LAST_SEEN_EVERY_MS = 60_000;
 
+const BEARER_CHALLENGE = 'Bearer realm="platform", error="invalid_token"';
+const DPOP_CHALLENGE = `DPoP error="invalid_token", algs="${DPOP_ADVERTISED_ALGS}"`;
+
+/** A verified device access token, as the cache keeps it (by the token's hash). */
+export interface CachedDevice {
+  device: DeviceRecord;
+  expiresAt: Date;
+  scopes: string[];
+  /** Its organisation, once read (Cloud: no tenant from the host); dropped with the entry on any change. */
+  organisation?: OrganisationRecord;
+}
+
 /**
  * Device access tokens: `Bearer platform_at_…`, or `DPoP platform_at_…` with a fresh proof when
  * the device bound its tokens to a key. A bound token is never accepted as a Bearer token, and a
@@ -32,18 +48,36 @@ export class DeviceTokenResolver implements TokenResolver {
     private readonly organisations: OrganisationService,
     private readonly clock: Clock,
     private readonly touch: (deviceId: string, at: Date) => Promise<void>,
+    /** Verified tokens for a few seconds (src/auth/auth-cache.ts); absent: every request reads the database. */
+    private readonly cache?: AuthCache<CachedDevice>,
   ) {}
+
+  /** The device of a current token, from the cache or the database (then cached). */
+  private async lookUp(tokenHash: string): Promise<CachedDevice | undefined> {
+    if (this.cache?.enabled) {
+      await this.cache.fresh();
+      const hit = this.cache.get(tokenHash);
+      // The token's own end is checked on every use, cached or not.
+      if (hit && hit.expiresAt.getTime() > this.clock.now().getTime()) return hit;
+    }
+    const generation = this.cache?.begin() ?? 0;
+    const found = await this.tokens.resolveAccessTokenHash(tokenHash);
+    if (!found) return undefined;
+    const entry = { device: found.device, expiresAt: found.expiresAt, scopes: found.device.scope.split(' ') };
+    this.cache?.set(tokenHash, entry, generation, found.expiresAt);
+    return entry;
+  }
 
   recognises(credential: Credential): boolean {
     return credential.token.startsWith(ACCESS_TOKEN_PREFIX);
   }
 
   async resolve(credential: Credential, req: Request): Promise<Resolved> {
-    const challenge =
-      credential.scheme === 'dpop'
-        ? `DPoP error="invalid_token", algs="${DPOP_ADVERTISED_ALGS}"`
-        : 'Bearer realm="platform", error="invalid_token"';
-    const found = await this.tokens.resolveAccessToken(credential.token);
+    const challenge = credential.scheme === 'dpop' ? DPOP_CHALLENGE : BEARER_CHALLENGE;
+    // One SHA-256 of the token: its hex is the stored hash (and the cache key), its base64url the
+    // `ath` a DPoP proof must carry.
+    const digest = createHash('sha256').update(credential.token, 'utf8').digest();
+    const found = await this.lookUp(digest.toString('hex'));
     if (!found) throw unauthorized('the access token is not valid', challenge);
     const { device } = found;
     // Self-hosted: another organisation's token is refused like an unknown one, before any proof
@@ -60,6 +94,7 @@ export class DeviceTokenResolver implements TokenResolver {
           method: req.method,
           url: requestHtu(req),
           accessToken: credential.token,
+          accessTokenHash: digest.toString('base64url'),
           boundJkt: device.dpopJkt,
         });
       } catch (error) {
@@ -71,8 +106,9 @@ export class DeviceTokenResolver implements TokenResolver {
     } else if (credential.scheme === 'dpop') {
       throw unauthorized('this token is not bound to a key: send it with the Bearer scheme', challenge);
     }
-    const organisation = tenant ?? (await this.organisations.findById(device.organisationId));
+    const organisation = tenant ?? found.organisation ?? (await this.organisations.findById(device.organisationId));
     if (!organisation) throw unauthorized('the access token is not valid', challenge);
+    if (!tenant) found.organisation = organisation;
     this.noteSeen(device.id);
     return {
       organisation,
@@ -83,7 +119,7 @@ export class DeviceTokenResolver implements TokenResolver {
         role: undefined,
         deviceId: device.id,
         deviceKind: device.kind,
-        scopes: device.scope.split(' '),
+        scopes: found.scopes,
       },
     };
   }

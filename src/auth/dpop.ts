@@ -1,4 +1,4 @@
-import { createHash, createHmac, createPublicKey, randomBytes, verify as verifySignature, type KeyObject } from 'node:crypto';
+import { createHash, createHmac, createPublicKey, randomBytes, timingSafeEqual, verify as verifySignature, type KeyObject } from 'node:crypto';
 import type { Request } from 'express';
 import type { JWK, JWTPayload } from 'jose';
 import { requestOrigin } from '../http/origin.js';
@@ -54,6 +54,8 @@ export interface ProofExpectations {
   url: string;
   /** The access token the proof must be bound to (`ath`); absent at the token endpoints. */
   accessToken?: string | undefined;
+  /** Its SHA-256, base64url, when the caller already computed it (then `accessToken` is not hashed again). */
+  accessTokenHash?: string | undefined;
   /** The key thumbprint the token or device code is bound to; absent when nothing is bound yet. */
   boundJkt?: string | undefined;
 }
@@ -82,8 +84,39 @@ export function normaliseHtu(value: string): string | undefined {
 /** The URL the client addressed, as `htu` must name it: the request's trusted origin (the one
  * tenancy chose the organisation by; src/http/origin.ts) and its path. */
 export function requestHtu(req: Request): string {
-  const path = (req.originalUrl.split('?')[0] ?? '/').split('#')[0] ?? '/';
-  return normaliseHtu(`${requestOrigin(req).origin}${path}`) ?? '';
+  const url = req.originalUrl;
+  const end = url.search(/[?#]/);
+  const path = end === -1 ? url : url.slice(0, end);
+  const origin = requestOrigin(req).origin;
+  // Parsed once per (origin, path): a device polls the same URL all day.
+  const key = `${origin}\n${path}`;
+  let htu = expectedHtus.get(key);
+  if (htu === undefined) {
+    htu = normaliseHtu(`${origin}${path}`) ?? '';
+    if (expectedHtus.size >= 1_000) expectedHtus.clear();
+    expectedHtus.set(key, htu);
+  }
+  return htu;
+}
+
+const expectedHtus = new Map<string, string>();
+const normalised = new Map<string, string | undefined>();
+
+function normalisedOnce(url: string): string | undefined {
+  if (normalised.has(url)) return normalised.get(url);
+  const value = normaliseHtu(url);
+  if (normalised.size >= 1_000) normalised.clear();
+  normalised.set(url, value);
+  return value;
+}
+
+/** Constant-time comparison of two values whose length is public (base64url hashes and
+ * thumbprints): unequal lengths differ at once, equal ones are compared byte by byte. */
+function sameFixedLength(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  const left = Buffer.from(a, 'latin1');
+  const right = Buffer.from(b, 'latin1');
+  return left.length === right.length && timingSafeEqual(left, right);
 }
 
 const BASE64URL = /^[A-Za-z0-9_-]*$/;
@@ -191,7 +224,7 @@ export class DpopVerifier {
     const publicKey = this.keys.get(jwk);
     if (!publicKey) return refuse('the DPoP proof signature is invalid');
     // The bound key is known before the signature is checked: another key's proof stops here.
-    if (expected.boundJkt !== undefined && !safeEqual(publicKey.jkt, expected.boundJkt)) refuse('the DPoP proof is signed by another key');
+    if (expected.boundJkt !== undefined && !sameFixedLength(publicKey.jkt, expected.boundJkt)) refuse('the DPoP proof is signed by another key');
     const signature = Buffer.from(encodedSignature, 'base64url');
     const signedBytes = Buffer.from(`${encodedHeader}.${encodedPayload}`, 'ascii');
     const valid =
@@ -214,8 +247,13 @@ export class DpopVerifier {
     if (typeof jti !== 'string' || jti.length < 1 || jti.length > MAX_JTI_LENGTH) refuse(`the DPoP proof needs a jti of 1 to ${MAX_JTI_LENGTH} characters`);
     if (htm !== expected.method.toUpperCase()) refuse('the DPoP proof htm does not match the request method');
     // An unparseable request URL matches nothing (two undefineds are not a match).
-    const expectedHtu = normaliseHtu(expected.url);
-    if (expectedHtu === undefined || typeof htu !== 'string' || normaliseHtu(htu) !== expectedHtu) refuse('the DPoP proof htu does not match the request URL');
+    // The expected URL is normalised once per distinct URL (requestHtu already hands it over
+    // normalised); a proof naming exactly it needs no parsing (normalising a normalised URL
+    // changes nothing).
+    const expectedHtu = normalisedOnce(expected.url);
+    if (expectedHtu === undefined || typeof htu !== 'string' || (htu !== expectedHtu && normaliseHtu(htu) !== expectedHtu)) {
+      refuse('the DPoP proof htu does not match the request URL');
+    }
     const now = this.options.clock.now().getTime() / 1000;
     if (typeof iat !== 'number' || !Number.isFinite(iat)) return refuse('the DPoP proof needs an iat');
     if (iat > now + this.options.futureSkewSeconds) refuse('the DPoP proof was issued in the future');
@@ -223,7 +261,7 @@ export class DpopVerifier {
 
     // 6. Bound to the access token when one is presented.
     if (expected.accessToken !== undefined) {
-      if (typeof ath !== 'string' || !safeEqual(ath, sha256base64url(expected.accessToken))) {
+      if (typeof ath !== 'string' || !sameFixedLength(ath, expected.accessTokenHash ?? sha256base64url(expected.accessToken))) {
         refuse('the DPoP proof ath does not match the access token');
       }
     }

@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import type { Request } from 'express';
+import type { AuthCache } from './auth-cache.js';
 import { PersonTokenError, peekIssuer, type OrganisationOidcVerifier } from '../../adapters/identity/organisation-oidc.js';
 import { unauthorized } from '../http/errors.js';
 import type { OrganisationService } from '../modules/organisation/service.js';
@@ -31,6 +33,8 @@ export class PersonTokenResolver implements TokenResolver {
   constructor(
     private readonly verifier: OrganisationOidcVerifier,
     private readonly organisations: OrganisationService,
+    /** Verified tokens for a few seconds, never past their `exp` (src/auth/auth-cache.ts). */
+    private readonly cache?: AuthCache<Resolved>,
   ) {}
 
   recognises(credential: Credential): boolean {
@@ -38,6 +42,24 @@ export class PersonTokenResolver implements TokenResolver {
   }
 
   async resolve(credential: Credential, req: Request): Promise<Resolved> {
+    const key = this.cache?.enabled ? createHash('sha256').update(credential.token, 'utf8').digest('hex') : undefined;
+    if (key !== undefined) {
+      await this.cache!.fresh();
+      const hit = this.cache!.get(key);
+      if (hit) {
+        // The organisation served here must still be the token's (as on the full path below).
+        const tenant = req.context.tenant;
+        if (tenant && tenant.id !== hit.organisation.id) throw invalidToken("the token was issued by another organisation's provider");
+        return hit;
+      }
+    }
+    const generation = this.cache?.begin() ?? 0;
+    const resolved = await this.verify(credential, req);
+    if (key !== undefined) this.cache!.set(key, resolved.resolved, generation, resolved.expiresAt);
+    return resolved.resolved;
+  }
+
+  private async verify(credential: Credential, req: Request): Promise<{ resolved: Resolved; expiresAt: number | undefined }> {
     try {
       const { issuer } = peekIssuer(credential.token);
       const tenant = req.context.tenant;
@@ -69,15 +91,19 @@ export class PersonTokenResolver implements TokenResolver {
         role,
       });
       return {
-        organisation,
-        principal: {
-          kind: 'person',
-          organisationId: organisation.id,
-          personId: person.id,
-          role: effectiveRole,
-          deviceId: undefined,
-          scopes: [organisation.oidcApiScope],
+        resolved: {
+          organisation,
+          principal: {
+            kind: 'person',
+            organisationId: organisation.id,
+            personId: person.id,
+            role: effectiveRole,
+            deviceId: undefined,
+            scopes: [organisation.oidcApiScope],
+          },
         },
+        // A token without `exp` is not cached past the cache's own max age.
+        expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 : undefined,
       };
     } catch (error) {
       if (error instanceof PersonTokenError || error instanceof RemovedMember) throw invalidToken(error.message);

@@ -4,6 +4,7 @@ import { dirname, resolve } from 'node:path';
 import { ConfigError, type DatabaseConfig } from '../config.js';
 import { entitiesFor } from './entities.js';
 import { MYSQL_MIGRATIONS, SQLITE_MIGRATIONS } from '../migrations/index.js';
+import { RevocationSubscriber } from '../auth/revocations.js';
 
 /**
  * The one place a DataSource is made. SQLite (better-sqlite3, WAL) is the embedded default;
@@ -22,6 +23,9 @@ export function dataSourceOptions(database: DatabaseConfig): DataSourceOptions {
       },
       entities: entitiesFor('sqlite'),
       migrations: SQLITE_MIGRATIONS,
+      // Every change that may end an access tells the caches of verified credentials, in this
+      // process and (through a counter row) in every other (src/auth/revocations.ts).
+      subscribers: [RevocationSubscriber],
       migrationsTableName: 'schema_migrations',
       synchronize: false,
       logging: false,
@@ -35,6 +39,7 @@ export function dataSourceOptions(database: DatabaseConfig): DataSourceOptions {
     timezone: 'Z',
     entities: entitiesFor('mysql'),
     migrations: MYSQL_MIGRATIONS,
+    subscribers: [RevocationSubscriber],
     migrationsTableName: 'schema_migrations',
     synchronize: false,
     logging: false,

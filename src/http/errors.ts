@@ -19,6 +19,14 @@ export function sendJson(res: Response, status: number, body: unknown): void {
   res.end(text);
 }
 
+/** `sendJson` for a body serialised beforehand (built once, sent many times). */
+export function sendSerialisedJson(res: Response, status: number, body: Buffer): void {
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', body.length);
+  res.end(body);
+}
+
 export interface ErrorBody {
   error: string;
   message?: string;

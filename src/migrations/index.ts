@@ -24,9 +24,11 @@ import { CloudAgents1763840000000 as SqliteCloudAgents } from './sqlite/17638400
 import { CloudAgents1763840000000 as MysqlCloudAgents } from './mysql/1763840000000-cloud-agents.js';
 import { Teams1763850000000 as SqliteTeams } from './sqlite/1763850000000-teams.js';
 import { Teams1763850000000 as MysqlTeams } from './mysql/1763850000000-teams.js';
+import { AuthRevocations1763870000000 as SqliteAuthRevocations } from './sqlite/1763870000000-auth-revocations.js';
+import { AuthRevocations1763870000000 as MysqlAuthRevocations } from './mysql/1763870000000-auth-revocations.js';
 
 type MigrationClass = new () => MigrationInterface;
 
 /** Migrations per dialect, in order. Listed by hand so they load the same in ESM, tests and builds. */
-export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation, SqliteDevices, SqlitePolicy, SqliteWebSessions, SqliteIngest, SqliteMembershipRemoval, SqliteCloudSignIn, SqlitePictures, SqliteCloudAgents, SqliteTeams];
-export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices, MysqlPolicy, MysqlWebSessions, MysqlIngest, MysqlMembershipRemoval, MysqlExactIdentities, MysqlCloudSignIn, MysqlPictures, MysqlCloudAgents, MysqlTeams];
+export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation, SqliteDevices, SqlitePolicy, SqliteWebSessions, SqliteIngest, SqliteMembershipRemoval, SqliteCloudSignIn, SqlitePictures, SqliteCloudAgents, SqliteTeams, SqliteAuthRevocations];
+export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices, MysqlPolicy, MysqlWebSessions, MysqlIngest, MysqlMembershipRemoval, MysqlExactIdentities, MysqlCloudSignIn, MysqlPictures, MysqlCloudAgents, MysqlTeams, MysqlAuthRevocations];

@@ -19,12 +19,13 @@ export interface DpopKey {
 
 const b64url = (data: Buffer | string) => Buffer.from(data).toString('base64url');
 
-export function createDpopKey(): DpopKey {
-  const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+export function createDpopKey(alg: 'ES256' | 'Ed25519' = 'ES256'): DpopKey {
+  const { publicKey, privateKey } = alg === 'ES256' ? generateKeyPairSync('ec', { namedCurve: 'P-256' }) : generateKeyPairSync('ed25519');
   const full = publicKey.export({ format: 'jwk' });
-  const jwk: JsonWebKey = { kty: full.kty, crv: full.crv, x: full.x, y: full.y };
-  const thumbprint = b64url(createHash('sha256').update(JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y })).digest());
-  const header = b64url(JSON.stringify({ typ: 'dpop+jwt', alg: 'ES256', jwk }));
+  const jwk: JsonWebKey = alg === 'ES256' ? { kty: full.kty, crv: full.crv, x: full.x, y: full.y } : { kty: full.kty, crv: full.crv, x: full.x };
+  const canonical = alg === 'ES256' ? { crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y } : { crv: jwk.crv, kty: jwk.kty, x: jwk.x };
+  const thumbprint = b64url(createHash('sha256').update(JSON.stringify(canonical)).digest());
+  const header = b64url(JSON.stringify({ typ: 'dpop+jwt', alg: alg === 'ES256' ? 'ES256' : 'EdDSA', jwk }));
   return {
     jwk,
     thumbprint,
@@ -39,7 +40,7 @@ export function createDpopKey(): DpopKey {
       if (accessToken) claims.ath = b64url(createHash('sha256').update(accessToken).digest());
       if (nonce) claims.nonce = nonce;
       const input = `${header}.${b64url(JSON.stringify(claims))}`;
-      const signature = sign('sha256', Buffer.from(input), { key: privateKey, dsaEncoding: 'ieee-p1363' });
+      const signature = alg === 'ES256' ? sign('sha256', Buffer.from(input), { key: privateKey, dsaEncoding: 'ieee-p1363' }) : sign(null, Buffer.from(input), privateKey);
       return `${input}.${b64url(signature)}`;
     },
   };

@@ -23,6 +23,8 @@ export interface SeedRequest {
   oidc: { issuer: string; clientId: string; apiScope: string; audience: string };
   /** Two workbenches for GET /policy/v1: one with Bearer tokens, one bound to this key's thumbprint. */
   policyDpopJkt?: string;
+  /** A third, bound to this (Ed25519) key's thumbprint. */
+  policyDpopEdJkt?: string;
   /** Workbenches that upload to POST /ingest/v1, one stream (device + workspace) each. */
   ingestDevices: number;
 }
@@ -36,7 +38,7 @@ export interface IngestDevice {
 export interface Seeded {
   organisationId: string;
   projectId: string;
-  policy?: { bearerToken: string; dpopToken: string };
+  policy?: { bearerToken: string; dpopToken: string; dpopEdToken: string };
   ingest: IngestDevice[];
 }
 
@@ -91,8 +93,9 @@ export async function seedPlatform(request: SeedRequest): Promise<Seeded> {
       if (request.policyDpopJkt !== undefined) {
         const bearer = await enrol(manager, platform, { ...base, name: 'Bench workbench (Bearer)', workspaceId: 'ws-bench-policy-bearer', dpopJkt: null });
         const dpop = await enrol(manager, platform, { ...base, name: 'Bench workbench (DPoP)', workspaceId: 'ws-bench-policy-dpop', dpopJkt: request.policyDpopJkt });
-        if (bearer.tokenType !== 'Bearer' || dpop.tokenType !== 'DPoP') throw new Error(`unexpected token types: ${bearer.tokenType}, ${dpop.tokenType}`);
-        policy = { bearerToken: bearer.accessToken, dpopToken: dpop.accessToken };
+        const dpopEd = await enrol(manager, platform, { ...base, name: 'Bench workbench (DPoP, Ed25519)', workspaceId: 'ws-bench-policy-dpop-ed', dpopJkt: request.policyDpopEdJkt ?? null });
+        if (bearer.tokenType !== 'Bearer' || dpop.tokenType !== 'DPoP' || dpopEd.tokenType !== 'DPoP') throw new Error(`unexpected token types: ${bearer.tokenType}, ${dpop.tokenType}, ${dpopEd.tokenType}`);
+        policy = { bearerToken: bearer.accessToken, dpopToken: dpop.accessToken, dpopEdToken: dpopEd.accessToken };
       }
       const ingest: IngestDevice[] = [];
       for (let i = 0; i < request.ingestDevices; i++) {
@@ -102,6 +105,26 @@ export async function seedPlatform(request: SeedRequest): Promise<Seeded> {
       }
       return { organisationId: organisation.id, projectId: project.id, ...(policy ? { policy } : {}), ingest };
     });
+  } finally {
+    await dataSource.destroy();
+  }
+}
+
+/** A Cloud platform's database: a person signed in by email (a session, as `mintSession` in the
+ * tests makes one), the owner of a team the session names with `X-Platform-Organisation`. */
+export async function seedCloud(env: Record<string, string>): Promise<{ accessToken: string; organisationId: string }> {
+  const config = loadConfig(env);
+  const dataSource = createDataSource(config.database);
+  await dataSource.initialize();
+  try {
+    await dataSource.runMigrations({ transaction: 'each' });
+    const platform = buildApp({ config, dataSource, clock: systemClock, logger: createLogger('silent') });
+    const email = 'bench@example.test';
+    const { personId, methodId } = await platform.services.signIn.resolvePerson('email', { subject: email, email, emailVerified: true, name: 'Bench person' }, undefined);
+    const team = await platform.services.organisations.create({ name: 'Bench team', kind: 'team' });
+    await platform.services.organisations.setRole(team.id, personId, 'owner');
+    const tokens = await dataSource.transaction((manager) => platform.services.sessions.start(manager, { id: newId('ses'), personId, client: 'console', signInMethodId: methodId }));
+    return { accessToken: tokens.access_token, organisationId: team.id };
   } finally {
     await dataSource.destroy();
   }

@@ -10,7 +10,7 @@ import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 export interface BenchProvider {
   issuer: string;
   hits: { discovery: number; jwks: number; other: number };
-  mint(claims: { sub: string; audience: string; scope: string; lifetimeSeconds: number }): Promise<string>;
+  mint(claims: { sub: string; audience: string; scope: string; lifetimeSeconds: number; extra?: Record<string, unknown> }): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -55,7 +55,7 @@ export async function startProvider(): Promise<BenchProvider> {
   return {
     issuer,
     hits,
-    mint: ({ sub, audience, scope, lifetimeSeconds }) => sign(privateKey, kid, issuer, { sub, audience, scope, lifetimeSeconds }),
+    mint: ({ sub, audience, scope, lifetimeSeconds, extra }) => sign(privateKey, kid, issuer, { sub, audience, scope, lifetimeSeconds, ...(extra ? { extra } : {}) }),
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -68,9 +68,9 @@ function sign(
   key: CryptoKey,
   kid: string,
   issuer: string,
-  claims: { sub: string; audience: string; scope: string; lifetimeSeconds: number },
+  claims: { sub: string; audience: string; scope: string; lifetimeSeconds: number; extra?: Record<string, unknown> },
 ): Promise<string> {
-  return new SignJWT({ scope: claims.scope })
+  return new SignJWT({ ...claims.extra, scope: claims.scope })
     .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
     .setIssuer(issuer)
     .setAudience(claims.audience)

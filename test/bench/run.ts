@@ -23,7 +23,8 @@
  *   --redis <url>         Redis for the relay's two-replica part   (BENCH_REDIS_URL, default redis://127.0.0.1:6379)
  *   --only <text>         only the scenarios and ingest parts whose name contains text
  *                         ("policy", "ingest", "mariadb", ...; the bare baseline runs with any
- *                         HTTP scenario)
+ *                         HTTP scenario; "http" keeps every HTTP scenario and nothing else)
+ *   --runs <n>            run the HTTP scenarios n times, one after another; medians reported  (BENCH_RUNS, default 1)
  *   --json <file>         also write the results as JSON
  *
  * The soak (`--only soak`, soak.ts): two replicas on MariaDB and Redis at a fixed rate
@@ -36,14 +37,15 @@
  * fast one. An unreachable MariaDB skips the MariaDB part (said so on stdout and stderr) and is
  * not a failure: the bench is not CI.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../../src/config.js';
 import { createDpopKey } from './dpop.js';
-import { seedPlatform, type Seeded } from './fixtures.js';
+import { seedCloud, seedPlatform, type Seeded } from './fixtures.js';
 import {
   CEILING_TABLE,
   countMysqlRows,
@@ -58,9 +60,10 @@ import {
   type IngestPathResult,
 } from './ingest.js';
 import { load, problemWith, stopLoad, type Measurement } from './measure.js';
+import { describeOps, idealRatio, measureCryptoCosts, unavoidableMicros, type CryptoCosts } from './limits.js';
 import { formatRelayTable, runRelayBench, type RelayResult } from './relay.js';
 import { startProvider, type BenchProvider } from './oidc-provider.js';
-import { scenarios as allScenarios, type Scenario, type TargetName } from './scenarios.js';
+import { BEARER_POLICY, DPOP_POLICY, PEER_JWT_BEARER, PEER_JWT_DPOP, PEER_OPAQUE, scenarios as allScenarios, type Fixtures, type Scenario, type TargetName } from './scenarios.js';
 import { runSoak, runWorkerComparison } from './soak.js';
 import { freePort, killAllChildren, send, startChild, type ChildServer } from './servers.js';
 import { formatSvgTable, measureSvgPipeline, type SvgBenchResult } from './svg.js';
@@ -79,6 +82,7 @@ interface Options {
   redis: string;
   only: string | undefined;
   json: string | undefined;
+  runs: number;
 }
 
 function readOptions(): Options {
@@ -93,6 +97,7 @@ function readOptions(): Options {
       redis: { type: 'string' },
       only: { type: 'string' },
       json: { type: 'string' },
+      runs: { type: 'string' },
     },
   });
   const number = (name: string, flag: string | undefined, env: string | undefined, fallback: number, min: number, max: number) => {
@@ -113,12 +118,16 @@ function readOptions(): Options {
     redis: values.redis ?? (process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379'),
     only: values.only,
     json: values.json,
+    runs: Math.round(number('runs', values.runs, process.env.BENCH_RUNS, 1, 1, 9)),
   };
 }
 
 interface Outcome {
   scenario: Scenario;
+  /** The median run (by requests/s). */
   measurement?: Measurement;
+  /** Every run's measurement, in order. */
+  runs: Measurement[];
   problem?: string;
 }
 
@@ -152,20 +161,48 @@ async function preflight(scenario: Scenario, origin: string): Promise<string | u
   }
 }
 
-function formatTable(outcomes: Outcome[], baseline: number | undefined): string {
-  const rows = [['scenario', 'req/s', 'p50 ms', 'p99 ms', 'vs bare', 'answers', 'result']];
-  for (const { scenario, measurement, problem } of outcomes) {
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+/** Per scenario: the median of the per-run ratios to the same run's bare baseline. */
+function ratioOf(outcome: Outcome, bareRuns: Measurement[]): number | undefined {
+  if (!outcome.runs.length || !bareRuns.length) return undefined;
+  return median(outcome.runs.map((run, index) => run.requestsPerSecond / (bareRuns[index] ?? bareRuns[0]!).requestsPerSecond));
+}
+
+function formatTable(outcomes: Outcome[], bareRuns: Measurement[], costs: CryptoCosts | undefined): string {
+  const rows = [['scenario', 'req/s', 'p50 ms', 'p99 ms', 'p99≤3×p50', 'vs bare', 'limit', 'target', 'target met', 'answers', 'result']];
+  const bareRate = bareRuns.length ? median(bareRuns.map((run) => run.requestsPerSecond)) : undefined;
+  for (const outcome of outcomes) {
+    const { scenario, measurement, problem } = outcome;
     if (!measurement) {
-      rows.push([scenario.name, '-', '-', '-', '-', '-', 'FAILED']);
+      rows.push([scenario.name, '-', '-', '-', '-', '-', '-', '-', '-', '-', 'FAILED']);
       continue;
+    }
+    const p50 = median(outcome.runs.map((run) => run.p50));
+    const p99 = median(outcome.runs.map((run) => run.p99));
+    const ratio = ratioOf(outcome, bareRuns);
+    const limit = scenario.ops && costs && bareRate ? idealRatio(scenario.ops, costs, bareRate) : undefined;
+    let met = '-';
+    if (scenario.goal !== undefined && ratio !== undefined) {
+      if (ratio >= scenario.goal) met = 'met';
+      else if (limit !== undefined && limit < scenario.goal) met = ratio >= limit ? 'limit reached (target past it)' : ratio >= limit * 0.9 ? 'within 10% of limit (target past it)' : 'MISSED (target past limit)';
+      else met = 'MISSED';
     }
     rows.push([
       scenario.name,
-      measurement.requestsPerSecond.toFixed(0),
-      measurement.p50.toFixed(0),
-      measurement.p99.toFixed(0),
-      baseline ? `${(measurement.requestsPerSecond / baseline).toFixed(3)}x` : '-',
-      String(measurement.total),
+      median(outcome.runs.map((run) => run.requestsPerSecond)).toFixed(0),
+      p50.toFixed(0),
+      p99.toFixed(0),
+      p50 > 0 ? (p99 <= 3 * p50 ? 'ok' : 'MISSED') : '-',
+      ratio !== undefined ? `${ratio.toFixed(3)}x` : '-',
+      limit !== undefined ? `${limit.toFixed(3)}x` : '-',
+      scenario.goal !== undefined ? `${scenario.goal.toFixed(2)}x` : '-',
+      met,
+      String(outcome.runs.reduce((sum, run) => sum + run.total, 0)),
       problem ? 'FAILED' : 'ok',
     ]);
   }
@@ -243,14 +280,22 @@ async function main(): Promise<number> {
     { name: 'ingest sqlite', database: 'sqlite' as const, paths: [] },
     { name: 'ingest mariadb', database: 'mariadb' as const, paths: [] },
   ].filter((part) => matches(part.name));
-  const placeholder = allScenarios({
+  const dpopEdKey = createDpopKey('Ed25519');
+  const peerDpopKey = createDpopKey();
+  const fixturesOf = (partial: Partial<Fixtures>): Fixtures => ({
     host: HOST,
     personToken: '',
-    policyDevices: { bearerToken: '', dpopToken: '', dpopKey, proofWindowSeconds: 60 },
+    policyDevices: { bearerToken: '', dpopToken: '', dpopKey, proofWindowSeconds: 60, dpopEdToken: '', dpopEdKey },
+    cloud: { accessToken: '', organisationId: '' },
+    peers: { jwtBearer: '', jwtBearerOtherAudience: '', jwtDpop: '', jwtDpopKey: peerDpopKey, opaque: '', opaqueRevoked: '' },
+    ...partial,
   });
+  const placeholder = allScenarios(fixturesOf({}));
   const baselineName = placeholder.find((scenario) => scenario.target === 'bare')?.name;
-  const chosenNames = new Set(placeholder.filter((scenario) => scenario.name !== baselineName && matches(scenario.name)).map((scenario) => scenario.name));
+  const httpMatches = (name: string) => options.only === 'http' || matches(name);
+  const chosenNames = new Set(placeholder.filter((scenario) => scenario.name !== baselineName && httpMatches(scenario.name)).map((scenario) => scenario.name));
   if (chosenNames.size > 0 && baselineName) chosenNames.add(baselineName);
+  const targetsChosen = new Set(placeholder.filter((scenario) => chosenNames.has(scenario.name)).map((scenario) => scenario.target));
   const relayParts = { ceiling: matches('relay ceiling'), single: matches('relay single'), replicas: matches('relay replicas') };
   const anyRelay = relayParts.single || relayParts.replicas;
   // The ceiling runs whenever a relay path does: its ratio is what to read.
@@ -262,32 +307,52 @@ async function main(): Promise<number> {
   const workersPart = matches('workers');
   const soakSeconds = Number(process.env.BENCH_SOAK_SECONDS ?? (process.argv.some((arg) => arg.startsWith('--duration')) || process.env.BENCH_DURATION ? options.durationSeconds : 60));
   if (chosenNames.size === 0 && ingestParts.length === 0 && !anyRelay && !relayParts.ceiling && !svgPart && !soakPart && !workersPart) throw new Error(`--only "${options.only}" matches no scenario, no ingest part, no relay part and not the SVG part`);
-  const sqliteNeeded = placeholder.some((scenario) => chosenNames.has(scenario.name) && scenario.target === 'platform') || ingestParts.some((part) => part.database === 'sqlite');
+  // The peers answer the platform's own policy document: the platform runs whenever they do.
+  const sqliteNeeded = ['platform', 'peer-jwt', 'peer-opaque'].some((target) => targetsChosen.has(target as TargetName)) || ingestParts.some((part) => part.database === 'sqlite');
 
   let seeded: Seeded | undefined;
   if (sqliteNeeded) {
-    seeded = await seedPlatform({ env: platformEnv, host: HOST, oidc, policyDpopJkt: dpopKey.thumbprint, ingestDevices: options.ingestClients });
+    seeded = await seedPlatform({ env: platformEnv, host: HOST, oidc, policyDpopJkt: dpopKey.thumbprint, policyDpopEdJkt: dpopEdKey.thumbprint, ingestDevices: options.ingestClients });
   }
+  const cloudEnv: Record<string, string> = {
+    NODE_ENV: 'production',
+    PLATFORM_DEPLOYMENT: 'cloud',
+    PLATFORM_BASE_URL: 'http://bench.cloud',
+    DATABASE_URL: `sqlite:${join(workDir, 'cloud.sqlite')}`,
+    LOG_LEVEL: 'silent',
+  };
+  const cloudSeed = targetsChosen.has('platform-cloud') ? await seedCloud(cloudEnv) : { accessToken: '', organisationId: '' };
   const personToken = await provider.mint({ sub: 'bench-person', audience: AUDIENCE, scope: `openid ${API_SCOPE}`, lifetimeSeconds: tokenLifetime });
-  const list = allScenarios({
-    host: HOST,
-    personToken,
-    policyDevices: {
-      bearerToken: seeded?.policy?.bearerToken ?? '',
-      dpopToken: seeded?.policy?.dpopToken ?? '',
-      dpopKey,
-      proofWindowSeconds: loadConfig(platformEnv).dpop.windowSeconds,
-    },
-  }).filter((scenario) => chosenNames.has(scenario.name));
+  const otherAudience = await provider.mint({ sub: 'bench-person', audience: 'another-api', scope: `openid ${API_SCOPE}`, lifetimeSeconds: tokenLifetime });
+  const peerDpopToken = await provider.mint({ sub: 'bench-device', audience: AUDIENCE, scope: API_SCOPE, lifetimeSeconds: tokenLifetime, extra: { cnf: { jkt: peerDpopKey.thumbprint } } });
+  const opaque = { token: `opaque_${randomBytes(32).toString('base64url')}`, revoked: `opaque_${randomBytes(32).toString('base64url')}` };
+  const list = allScenarios(
+    fixturesOf({
+      personToken,
+      policyDevices: {
+        bearerToken: seeded?.policy?.bearerToken ?? '',
+        dpopToken: seeded?.policy?.dpopToken ?? '',
+        dpopKey,
+        proofWindowSeconds: loadConfig(platformEnv).dpop.windowSeconds,
+        dpopEdToken: seeded?.policy?.dpopEdToken ?? '',
+        dpopEdKey,
+      },
+      cloud: cloudSeed,
+      peers: { jwtBearer: personToken, jwtBearerOtherAudience: otherAudience, jwtDpop: peerDpopToken, jwtDpopKey: peerDpopKey, opaque: opaque.token, opaqueRevoked: opaque.revoked },
+    }),
+  ).filter((scenario) => chosenNames.has(scenario.name));
   const baselineScenario = list.find((scenario) => scenario.name === baselineName);
 
   const servers: Partial<Record<TargetName | 'platform (mariadb)', ChildServer>> = {};
-  const [bare, platform] = await Promise.all([
+  const [bare, platform, cloudPlatform] = await Promise.all([
     list.length
       ? startChild({ name: 'bare express', script: here('./bare-server.js'), env: { NODE_ENV: 'production' }, port: await freePort(), ready: { path: '/' } })
       : undefined,
     sqliteNeeded
       ? startChild({ name: 'platform', script: here('./platform-server.js'), env: platformEnv, port: await freePort(), ready: { path: '/healthz' } })
+      : undefined,
+    targetsChosen.has('platform-cloud')
+      ? startChild({ name: 'platform (cloud)', script: here('./platform-server.js'), env: cloudEnv, port: await freePort(), ready: { path: '/healthz', headers: { Host: 'bench.cloud' } } })
       : undefined,
   ]);
   if (bare) {
@@ -298,52 +363,90 @@ async function main(): Promise<number> {
     servers.platform = platform;
     cleanups.push(() => platform.stop());
   }
+  if (cloudPlatform) {
+    servers['platform-cloud'] = cloudPlatform;
+    cleanups.push(() => cloudPlatform.stop());
+  }
+  // The peers: started once the platform can tell them the policy document they answer.
+  if (platform && (targetsChosen.has('peer-jwt') || targetsChosen.has('peer-opaque'))) {
+    const answer = await send(`${platform.origin}/policy/v1`, { headers: { Host: HOST, Authorization: `Bearer ${seeded!.policy!.bearerToken}` } });
+    if (answer.status !== 200) throw new Error(`the platform's policy answer for the peers was ${answer.status}: ${answer.body.slice(0, 200)}`);
+    const policyFile = join(workDir, 'policy.json');
+    writeFileSync(policyFile, answer.body);
+    const peerEnv = { NODE_ENV: 'production', BENCH_POLICY_FILE: policyFile, BENCH_ISSUER: provider.issuer, BENCH_AUDIENCE: AUDIENCE };
+    for (const [target, env, token] of [
+      ['peer-jwt', { ...peerEnv, PEER: 'jwt' }, personToken],
+      ['peer-opaque', { ...peerEnv, PEER: 'opaque', BENCH_OPAQUE_TOKENS: JSON.stringify([{ token: opaque.token, revoked: false }, { token: opaque.revoked, revoked: true }]) }, opaque.token],
+    ] as const) {
+      if (!targetsChosen.has(target)) continue;
+      const child = await startChild({ name: target, script: here('./peer-server.js'), env, port: await freePort(), ready: { path: '/policy/v1', headers: { Host: HOST, Authorization: `Bearer ${token}` } } });
+      servers[target] = child;
+      cleanups.push(() => child.stop());
+    }
+    if (readFileSync(policyFile, 'utf8') !== answer.body) throw new Error('policy file changed');
+  }
 
   const cpu = cpus();
   log(`platform bench: node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model.trim() ?? 'unknown'}), load average ${loadavg().map((n) => n.toFixed(2)).join(' ')}`);
   const started = Object.values(servers).map((server) => `${server.name} pid ${server.pid}`);
   log(`load: generated in this process (pid ${process.pid}); servers in child processes (${started.length ? started.join(', ') : 'the MariaDB platform, started for its part'})`);
-  if (list.length) log(`HTTP scenarios: ${options.warmupSeconds} s warm-up, then ${options.durationSeconds} s measured, ${options.connections} connections, no pipelining, loopback only`);
+  if (list.length) log(`HTTP scenarios: ${options.runs} run(s), each ${options.warmupSeconds} s warm-up, then ${options.durationSeconds} s measured, ${options.connections} connections, no pipelining, loopback only`);
+  const costs = list.length ? measureCryptoCosts() : undefined;
+  if (costs) log(`unavoidable work, node:crypto in this process (median of 5 rounds): ES256 verify ${costs.es256.toFixed(1)} µs, Ed25519 verify ${costs.ed25519.toFixed(1)} µs, SHA-256 of a token ${costs.sha256.toFixed(2)} µs`);
   log('');
 
   const phase = options.warmupSeconds + options.durationSeconds;
-  armWatchdog(list.length * (phase + 15) + ingestParts.length * (2 * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + (soakPart ? soakSeconds + 240 : 0) + (workersPart ? 4 * phase + 120 : 0) + 60);
-  const outcomes: Outcome[] = [];
+  armWatchdog(options.runs * list.length * (phase + 15) + ingestParts.length * (2 * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + (soakPart ? soakSeconds + 240 : 0) + (workersPart ? 4 * phase + 120 : 0) + 60);
+  const outcomes: Outcome[] = list.map((scenario) => ({ scenario, runs: [] }));
   const notes: string[] = [];
   let baselineRate: number | undefined;
-  for (const scenario of list) {
-    const origin = servers[scenario.target]!.origin;
-    process.stdout.write(`${scenario.name} ... `);
-    let refused: string | undefined;
-    try {
-      await scenario.prepare?.(origin);
-    } catch (error) {
-      refused = `prepare: ${error instanceof Error ? error.message : String(error)}`;
+  for (let run = 1; run <= options.runs; run++) {
+    if (options.runs > 1) log(`run ${run} of ${options.runs}`);
+    for (const outcome of outcomes) {
+      const { scenario } = outcome;
+      if (outcome.problem) continue;
+      const origin = servers[scenario.target]!.origin;
+      process.stdout.write(`${scenario.name} ... `);
+      let refused: string | undefined;
+      if (run === 1) {
+        try {
+          await scenario.prepare?.(origin);
+        } catch (error) {
+          refused = `prepare: ${error instanceof Error ? error.message : String(error)}`;
+        }
+      }
+      refused ??= await preflight(scenario, origin);
+      if (refused) {
+        log('FAILED');
+        outcome.problem = refused;
+        continue;
+      }
+      const problems: string[] = [];
+      let warmupRate: number | undefined;
+      if (options.warmupSeconds > 0) {
+        scenario.beforePhase?.({ name: 'warm-up', seconds: options.warmupSeconds, expectedRate: baselineRate });
+        const warmup = await load(scenario, origin, { connections: options.connections, durationSeconds: options.warmupSeconds });
+        const problem = problemWith(warmup);
+        if (problem) problems.push(`warm-up: ${problem}`);
+        else warmupRate = warmup.requestsPerSecond;
+      }
+      scenario.beforePhase?.({ name: 'measurement', seconds: options.durationSeconds, expectedRate: warmupRate ?? baselineRate });
+      const measurement = await load(scenario, origin, { connections: options.connections, durationSeconds: options.durationSeconds });
+      const problem = problemWith(measurement);
+      if (problem) problems.push(problem);
+      log(`${measurement.requestsPerSecond.toFixed(0)} req/s${problems.length ? ' FAILED' : ''}`);
+      const note = scenario.note?.();
+      if (note) notes.push(`${scenario.name} (run ${run}): ${note}`);
+      outcome.runs.push(measurement);
+      if (problems.length) outcome.problem = problems.join('; ');
+      if (scenario === baselineScenario && !problems.length) baselineRate = measurement.requestsPerSecond;
     }
-    refused ??= await preflight(scenario, origin);
-    if (refused) {
-      log('FAILED');
-      outcomes.push({ scenario, problem: refused });
-      continue;
-    }
-    const problems: string[] = [];
-    let warmupRate: number | undefined;
-    if (options.warmupSeconds > 0) {
-      scenario.beforePhase?.({ name: 'warm-up', seconds: options.warmupSeconds, expectedRate: baselineRate });
-      const warmup = await load(scenario, origin, { connections: options.connections, durationSeconds: options.warmupSeconds });
-      const problem = problemWith(warmup);
-      if (problem) problems.push(`warm-up: ${problem}`);
-      else warmupRate = warmup.requestsPerSecond;
-    }
-    scenario.beforePhase?.({ name: 'measurement', seconds: options.durationSeconds, expectedRate: warmupRate ?? baselineRate });
-    const measurement = await load(scenario, origin, { connections: options.connections, durationSeconds: options.durationSeconds });
-    const problem = problemWith(measurement);
-    if (problem) problems.push(problem);
-    log(`${measurement.requestsPerSecond.toFixed(0)} req/s${problems.length ? ' FAILED' : ''}`);
-    const note = scenario.note?.();
-    if (note) notes.push(`${scenario.name}: ${note}`);
-    outcomes.push({ scenario, measurement, ...(problems.length ? { problem: problems.join('; ') } : {}) });
-    if (scenario === baselineScenario && !problems.length) baselineRate = measurement.requestsPerSecond;
+  }
+  for (const outcome of outcomes) {
+    if (!outcome.runs.length) continue;
+    const rates = outcome.runs.map((run) => run.requestsPerSecond);
+    const middle = median(rates);
+    outcome.measurement = outcome.runs.reduce((best, run) => (Math.abs(run.requestsPerSecond - middle) < Math.abs(best.requestsPerSecond - middle) ? run : best));
   }
   // The baseline is done with: nothing else should compete for the CPUs.
   await bare?.stop();
@@ -429,12 +532,35 @@ async function main(): Promise<number> {
       )
     : [];
 
-  const baseline = outcomes.find((outcome) => outcome.scenario === baselineScenario && !outcome.problem)?.measurement?.requestsPerSecond;
+  const bareOutcome = outcomes.find((outcome) => outcome.scenario === baselineScenario && !outcome.problem);
+  const bareRuns = bareOutcome?.runs ?? [];
+  const baseline = bareRuns.length ? median(bareRuns.map((run) => run.requestsPerSecond)) : undefined;
+  const ratioByName = new Map(outcomes.map((outcome) => [outcome.scenario.name, outcome.problem ? undefined : ratioOf(outcome, bareRuns)]));
   if (outcomes.length) {
     log('');
-    log(formatTable(outcomes, baseline));
+    log(formatTable(outcomes, bareRuns, costs));
     log('');
-    log(`vs bare = requests/s of the scenario / requests/s of "${baselineScenario?.name ?? 'none'}" in this run`);
+    log(`req/s, p50, p99: medians of ${options.runs} run(s); vs bare = median over the runs of (requests/s of the scenario / requests/s of "${baselineScenario?.name ?? 'none'}" in the same run)`);
+    log('p99≤3×p50: the latency target of issue 13 for every HTTP scenario');
+    log('limit = the ratio of an ideal server doing only the bare handler plus the unavoidable work, 1 / (1 + bare req/s × Σ cost µs / 1e6) (limits.ts):');
+    for (const outcome of outcomes) {
+      const { ops } = outcome.scenario;
+      if (ops && costs) log(`  ${outcome.scenario.name}: ${describeOps(ops)} = ${unavoidableMicros(ops, costs).toFixed(1)} µs per request`);
+    }
+    log('  (a server that caches a verified token skips its signature on a hit: the person-token and Bearer limits bound one that verifies every request)');
+    const versus = (service: string, peer: string) => {
+      const mine = ratioByName.get(service);
+      const theirs = ratioByName.get(peer);
+      if (mine === undefined || theirs === undefined) return;
+      const value = mine / theirs;
+      log(`  ${service} / ${peer}: ${value.toFixed(2)}x (goal ≥ 1.00: ${value >= 1 ? 'met' : 'MISSED'})`);
+    };
+    if ([PEER_OPAQUE, PEER_JWT_BEARER, PEER_JWT_DPOP].some((name) => ratioByName.get(name) !== undefined)) {
+      log('service / peer (requests/s ratio, same runs; each peer first refused a missing, a tampered and a replayed or otherwise invalid credential):');
+      versus(BEARER_POLICY, PEER_OPAQUE);
+      versus(BEARER_POLICY, PEER_JWT_BEARER);
+      versus(DPOP_POLICY, PEER_JWT_DPOP);
+    }
     for (const note of notes) log(note);
     log(`OpenID provider served: discovery ${provider.hits.discovery}, JWKS ${provider.hits.jwks}, other ${provider.hits.other}`);
   }
@@ -492,13 +618,17 @@ async function main(): Promise<number> {
           node: process.version,
           cpus: cpu.length,
           options,
-          results: outcomes.map(({ scenario, measurement, problem }) => ({
+          costs,
+          results: outcomes.map(({ scenario, measurement, runs, problem }) => ({
             name: scenario.name,
             target: scenario.target,
             method: scenario.method,
             path: scenario.path,
             ...measurement,
-            ratioToBare: measurement && baseline ? measurement.requestsPerSecond / baseline : undefined,
+            runs,
+            ratioToBare: ratioByName.get(scenario.name),
+            limit: scenario.ops && costs && baseline ? idealRatio(scenario.ops, costs, baseline) : undefined,
+            goal: scenario.goal,
             problem,
           })),
           notes,

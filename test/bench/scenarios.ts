@@ -11,7 +11,7 @@ import { send } from './servers.js';
  * load generator's event loop and must be synchronous and cheap, or it becomes what is measured.
  */
 
-export type TargetName = 'bare' | 'platform';
+export type TargetName = 'bare' | 'platform' | 'platform-cloud' | 'peer-jwt' | 'peer-opaque';
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface RequestShape {
@@ -38,6 +38,18 @@ export interface Scenario {
   beforePhase?: (phase: { name: 'warm-up' | 'measurement'; seconds: number; expectedRate: number | undefined }) => void;
   /** A line for the report about how the last phase was driven (e.g. where its DPoP proofs came from). */
   note?: () => string | undefined;
+  /** The issue's target for `vs bare` (issue 13), printed met or missed. */
+  goal?: number;
+  /** What no implementation of this request can avoid (limits.ts): the ideal ratio is computed from it. */
+  ops?: Ops;
+  /** Which figure this one is compared with (service/peer ratios), by scenario name. */
+  peerOf?: string;
+}
+
+export interface Ops {
+  es256?: number;
+  ed25519?: number;
+  sha256?: number;
 }
 
 /** What the harness has set up before any scenario runs. */
@@ -54,6 +66,35 @@ export interface Fixtures {
     dpopKey: DpopKey;
     /** DPOP_PROOF_WINDOW_SECONDS of the platform under test: how old a proof may get. */
     proofWindowSeconds: number;
+    /** Bound to `dpopEdKey` (Ed25519). */
+    dpopEdToken: string;
+    dpopEdKey: DpopKey;
+  };
+  /** A Cloud session of a team's owner, and that team (X-Platform-Organisation). */
+  cloud: { accessToken: string; organisationId: string };
+  /** The peers' credentials (peer-server.ts). */
+  peers: { jwtBearer: string; jwtBearerOtherAudience: string; jwtDpop: string; jwtDpopKey: DpopKey; opaque: string; opaqueRevoked: string };
+}
+
+/** The server must refuse the credential: 401 (or 400, express-oauth2-jwt-bearer's answer to a DPoP
+ * token sent without a proof). */
+async function refused(origin: string, path: string, label: string, headers: Record<string, string>): Promise<void> {
+  const answer = await send(`${origin}${path}`, { headers, timeoutMs: 10_000 });
+  if (answer.status !== 401 && answer.status !== 400) throw new Error(`a ${label} was answered ${answer.status}, not 401 or 400: ${answer.body.slice(0, 200)}`);
+}
+
+/** One character of the token's last part changed (a signature or a secret that no longer matches). */
+function tampered(token: string): string {
+  const at = token.length - 3;
+  return `${token.slice(0, at)}${token[at] === 'A' ? 'B' : 'A'}${token.slice(at + 1)}`;
+}
+
+/** Before a Bearer scenario: no credential, a tampered one and `third` must all be refused. */
+function bearerRefusals(host: string, path: string, token: string, third: { label: string; token: string }) {
+  return async (origin: string) => {
+    await refused(origin, path, 'request without a credential', { Host: host });
+    await refused(origin, path, 'tampered token', { Host: host, Authorization: `Bearer ${tampered(token)}` });
+    await refused(origin, path, third.label, { Host: host, Authorization: `Bearer ${third.token}` });
   };
 }
 
@@ -66,8 +107,8 @@ export interface Fixtures {
  * used only while they are younger than that window minus 10 s; after that, or when the pool runs
  * out, each proof is signed on the spot, and the report says how many were.
  */
-function dpopProofs(fixtures: Fixtures, path: string) {
-  const { dpopKey, dpopToken, proofWindowSeconds } = fixtures.policyDevices;
+function dpopProofs(fixtures: Fixtures, path: string, dpopKey: DpopKey, dpopToken: string) {
+  const { proofWindowSeconds } = fixtures.policyDevices;
   // The URL the server sees: `Host: bench.local` on plain HTTP (no TRUST_PROXY in the bench).
   const pool = new ProofPool(dpopKey, { method: 'GET', url: `http://${fixtures.host}${path}`, accessToken: dpopToken }, proofWindowSeconds - 10);
   let phase = '';
@@ -76,6 +117,8 @@ function dpopProofs(fixtures: Fixtures, path: string) {
     /** Before the load: one proof sent twice must be refused the second time, so a server that
      * stopped checking proofs cannot pass for a fast DPoP path. */
     checkReplayRefused: async (origin: string) => {
+      await refused(origin, path, 'DPoP request without a proof', { Host: fixtures.host, Authorization: `DPoP ${dpopToken}` });
+      await refused(origin, path, 'tampered DPoP proof', { Host: fixtures.host, Authorization: `DPoP ${dpopToken}`, DPoP: tampered(pool.next()) });
       const headers = { Host: fixtures.host, Authorization: `DPoP ${dpopToken}`, DPoP: pool.next() };
       const first = await send(`${origin}${path}`, { headers, timeoutMs: 10_000 });
       const again = await send(`${origin}${path}`, { headers, timeoutMs: 10_000 });
@@ -101,8 +144,33 @@ function dpopProofs(fixtures: Fixtures, path: string) {
   };
 }
 
+function dpopScenario(fixtures: Fixtures, name: string, target: TargetName, key: DpopKey, token: string, extra: Partial<Scenario>): Scenario {
+  const proofs = dpopProofs(fixtures, '/policy/v1', key, token);
+  const authorization = `DPoP ${token}`;
+  return {
+    name,
+    target,
+    method: 'GET',
+    path: '/policy/v1',
+    perRequest: true,
+    prepare: proofs.checkReplayRefused,
+    headers: () => ({ Host: fixtures.host, Authorization: authorization, DPoP: proofs.next() }),
+    beforePhase: proofs.beforePhase,
+    note: proofs.note,
+    ...extra,
+  };
+}
+
+export const BEARER_POLICY = 'device token (Bearer): GET /policy/v1';
+export const DPOP_POLICY = 'device token (DPoP ES256): GET /policy/v1';
+export const PEER_OPAQUE = 'peer: express + opaque token, better-sqlite3 (Bearer)';
+export const PEER_JWT_BEARER = 'peer: express-oauth2-jwt-bearer (Bearer ES256 JWT)';
+export const PEER_JWT_DPOP = 'peer: express-oauth2-jwt-bearer (DPoP ES256)';
+
 /** The first scenario on the `bare` target is the baseline every ratio is computed against. */
 export function scenarios(fixtures: Fixtures): Scenario[] {
+  const { host } = fixtures;
+  const { bearerToken, dpopToken, dpopKey, dpopEdToken, dpopEdKey } = fixtures.policyDevices;
   return [
     {
       name: 'bare express: GET /',
@@ -115,36 +183,59 @@ export function scenarios(fixtures: Fixtures): Scenario[] {
       target: 'platform',
       method: 'GET',
       path: '/.well-known/platform.json',
-      headers: () => ({ Host: fixtures.host }),
+      headers: () => ({ Host: host }),
+      goal: 0.85,
+      ops: {},
     },
     {
       name: 'person token: GET /platform/v1/organisation',
       target: 'platform',
       method: 'GET',
       path: '/platform/v1/organisation',
-      headers: () => ({ Host: fixtures.host, Authorization: `Bearer ${fixtures.personToken}` }),
+      headers: () => ({ Host: host, Authorization: `Bearer ${fixtures.personToken}` }),
+      prepare: bearerRefusals(host, '/platform/v1/organisation', fixtures.personToken, { label: 'token for another audience', token: fixtures.peers.jwtBearerOtherAudience }),
+      goal: 0.55,
+      ops: { es256: 1 },
     },
     {
-      name: 'device token (Bearer): GET /policy/v1',
+      name: 'Cloud session + X-Platform-Organisation: GET /platform/v1/organisation',
+      target: 'platform-cloud',
+      method: 'GET',
+      path: '/platform/v1/organisation',
+      headers: () => ({ Host: 'bench.cloud', Authorization: `Bearer ${fixtures.cloud.accessToken}`, 'X-Platform-Organisation': fixtures.cloud.organisationId }),
+      goal: 0.55,
+      ops: { sha256: 1 },
+    },
+    {
+      name: BEARER_POLICY,
       target: 'platform',
       method: 'GET',
       path: '/policy/v1',
-      headers: () => ({ Host: fixtures.host, Authorization: `Bearer ${fixtures.policyDevices.bearerToken}` }),
+      headers: () => ({ Host: host, Authorization: `Bearer ${bearerToken}` }),
+      prepare: bearerRefusals(host, '/policy/v1', bearerToken, { label: 'key-bound token sent as Bearer', token: dpopToken }),
+      goal: 0.65,
+      ops: { sha256: 1 },
     },
-    (() => {
-      const proofs = dpopProofs(fixtures, '/policy/v1');
-      const authorization = `DPoP ${fixtures.policyDevices.dpopToken}`;
-      return {
-        name: 'device token (DPoP): GET /policy/v1',
-        target: 'platform',
-        method: 'GET',
-        path: '/policy/v1',
-        perRequest: true,
-        prepare: proofs.checkReplayRefused,
-        headers: () => ({ Host: fixtures.host, Authorization: authorization, DPoP: proofs.next() }),
-        beforePhase: proofs.beforePhase,
-        note: proofs.note,
-      } satisfies Scenario;
-    })(),
+    dpopScenario(fixtures, DPOP_POLICY, 'platform', dpopKey, dpopToken, { goal: 0.4, ops: { es256: 1, sha256: 2 } }),
+    dpopScenario(fixtures, 'device token (DPoP Ed25519): GET /policy/v1', 'platform', dpopEdKey, dpopEdToken, { goal: 0.5, ops: { ed25519: 1, sha256: 2 } }),
+    {
+      name: PEER_OPAQUE,
+      target: 'peer-opaque',
+      method: 'GET',
+      path: '/policy/v1',
+      headers: () => ({ Host: host, Authorization: `Bearer ${fixtures.peers.opaque}` }),
+      prepare: bearerRefusals(host, '/policy/v1', fixtures.peers.opaque, { label: 'revoked token', token: fixtures.peers.opaqueRevoked }),
+      ops: { sha256: 1 },
+    },
+    {
+      name: PEER_JWT_BEARER,
+      target: 'peer-jwt',
+      method: 'GET',
+      path: '/policy/v1',
+      headers: () => ({ Host: host, Authorization: `Bearer ${fixtures.peers.jwtBearer}` }),
+      prepare: bearerRefusals(host, '/policy/v1', fixtures.peers.jwtBearer, { label: 'token for another audience', token: fixtures.peers.jwtBearerOtherAudience }),
+      ops: { es256: 1 },
+    },
+    dpopScenario(fixtures, PEER_JWT_DPOP, 'peer-jwt', fixtures.peers.jwtDpopKey, fixtures.peers.jwtDpop, { ops: { es256: 2, sha256: 1 } }),
   ];
 }

@@ -75,7 +75,11 @@ export async function startChild(options: StartOptions): Promise<ChildServer> {
   const origin = `http://127.0.0.1:${options.port}`;
   // A fixed, small environment: nothing from the caller's shell (DATABASE_URL, REDIS_URL...) leaks in.
   const env: Record<string, string> = { PATH: process.env.PATH ?? '', ...options.env, HOST: '127.0.0.1', PORT: String(options.port) };
-  const child = spawn(process.execPath, [options.script], { env, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  // BENCH_CPU_PROF=<dir>: every server child writes a V8 CPU profile there when it stops
+  // (`node --cpu-prof`; open it in Chrome DevTools or speedscope).
+  const profileDir = process.env.BENCH_CPU_PROF;
+  const execArgv = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${options.name.replace(/[^a-z0-9]+/gi, '-')}-\${pid}.cpuprofile`] : [];
+  const child = spawn(process.execPath, [...execArgv, options.script], { env, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
   running.add(child);
   let stderr = '';
   child.stderr?.setEncoding('utf8');

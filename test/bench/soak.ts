@@ -284,7 +284,14 @@ export async function runWorkerComparison(options: WorkersOptions): Promise<Work
     PLATFORM_BOOTSTRAP_LOCALHOST: 'false',
   };
   const seeded = await seedPlatform({ env, host: options.host, oidc: options.oidc, ingestDevices: 0, policyDpopJkt: createDpopKey().thumbprint });
-  const scenario = allScenarios({ host: options.host, personToken: '', policyDevices: { bearerToken: seeded.policy!.bearerToken, dpopToken: '', dpopKey: createDpopKey(), proofWindowSeconds: 60 } }).find(
+  const scenario = allScenarios({
+    host: options.host,
+    personToken: '',
+    policyDevices: { bearerToken: seeded.policy!.bearerToken, dpopToken: '', dpopKey: createDpopKey(), proofWindowSeconds: 60, dpopEdToken: '', dpopEdKey: createDpopKey('Ed25519') },
+    // Only the Bearer policy scenario runs here: the others' credentials stay empty.
+    cloud: { accessToken: '', organisationId: '' },
+    peers: { jwtBearer: '', jwtBearerOtherAudience: '', jwtDpop: '', jwtDpopKey: createDpopKey(), opaque: '', opaqueRevoked: '' },
+  }).find(
     (candidate) => candidate.name === 'device token (Bearer): GET /policy/v1',
   )!;
   const runs: WorkersResult['runs'] = [];

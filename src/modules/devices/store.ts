@@ -1,3 +1,4 @@
+import { hotRead } from '../../db/prepared.js';
 import { In, IsNull, type DataSource, type EntityManager } from 'typeorm';
 import { PersonEntity } from '../organisation/entities.js';
 import {
@@ -100,7 +101,8 @@ export class DeviceStore {
    * device request asks this, so it is one plain SQL query (the same text on SQLite and MySQL).
    */
   async findAccessToken(tokenHash: string): Promise<{ expiresAt: Date; revoked: boolean; device: DeviceRecord } | null> {
-    const rows = (await this.manager.query(
+    const rows = (await hotRead(
+      this.manager,
       'SELECT t.expires_at AS expiresAt, t.revoked_at AS tokenRevokedAt, d.id, d.organisation_id AS organisationId, d.person_id AS personId, ' +
         'd.name, d.kind, d.workspace_id AS workspaceId, d.node_id AS nodeId, d.enrolled_via AS enrolledVia, d.join_key_id AS joinKeyId, ' +
         'd.dpop_jkt AS dpopJkt, d.scope, d.created_at AS createdAt, d.last_seen_at AS lastSeenAt, d.revoked_at AS revokedAt ' +

@@ -144,12 +144,17 @@ export class DeviceTokenService {
   }
 
   /** The device behind an access token, when the token is current. */
-  async resolveAccessToken(accessToken: string): Promise<{ device: DeviceRecord } | undefined> {
+  async resolveAccessToken(accessToken: string): Promise<{ device: DeviceRecord; expiresAt: Date } | undefined> {
     if (!accessToken.startsWith(ACCESS_TOKEN_PREFIX)) return undefined;
-    const found = await this.store.findAccessToken(hashSecret(accessToken));
+    return this.resolveAccessTokenHash(hashSecret(accessToken));
+  }
+
+  /** The same by the token's stored hash (hex SHA-256), for a caller that already computed it. */
+  async resolveAccessTokenHash(tokenHash: string): Promise<{ device: DeviceRecord; expiresAt: Date } | undefined> {
+    const found = await this.store.findAccessToken(tokenHash);
     if (!found || found.revoked || found.device.revokedAt) return undefined;
     if (found.expiresAt.getTime() <= this.clock.now().getTime()) return undefined;
-    return { device: found.device };
+    return { device: found.device, expiresAt: found.expiresAt };
   }
 
   async revokeDevice(deviceId: string): Promise<void> {

@@ -3,15 +3,12 @@ import type { FromSchema } from 'json-schema-to-ts';
 import type { Config } from '../../config.js';
 import { requestOrigin } from '../../http/origin.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
+import type { OrganisationRecord } from '../organisation/entities.js';
 import { discoveryDocumentSchema } from './schemas.js';
 
 type DiscoveryDocument = FromSchema<typeof discoveryDocumentSchema>;
 
 export const DPOP_SIGNING_ALGS = ['ES256', 'EdDSA'] as const;
-
-function etagOf(body: unknown): string {
-  return `"${createHash('sha256').update(JSON.stringify(body)).digest('base64url').slice(0, 27)}"`;
-}
 
 function matchesEtag(header: string | undefined, etag: string): boolean {
   if (!header) return false;
@@ -21,7 +18,44 @@ function matchesEtag(header: string | undefined, etag: string): boolean {
   });
 }
 
+interface Prepared {
+  document: DiscoveryDocument;
+  etag: string;
+  headers: Record<string, string>;
+  serialised: Buffer;
+}
+
 export function discoveryRoutes(config: Config): RouteDefinition[] {
+  const organisationDocuments = new WeakMap<OrganisationRecord, Map<string, Prepared>>();
+  const cloudDocuments = new Map<string, Prepared>();
+
+  function documentFor(tenant: OrganisationRecord | undefined, origin: string): DiscoveryDocument {
+    if (config.deployment === 'cloud') return { edition: 'cloud', apiBaseUrl: origin, dpopSigningAlgs: [...DPOP_SIGNING_ALGS] };
+    const organisation = tenant!;
+    const auth: NonNullable<DiscoveryDocument['auth']> = {};
+    if (organisation.oidcIssuer) auth.issuer = organisation.oidcIssuer;
+    if (organisation.oidcClientId) auth.clientId = organisation.oidcClientId;
+    if (organisation.oidcApiScope) auth.apiScope = organisation.oidcApiScope;
+    return {
+      edition: 'enterprise',
+      apiBaseUrl: origin,
+      organisation: { id: organisation.id, name: organisation.name },
+      auth,
+      dpopSigningAlgs: [...DPOP_SIGNING_ALGS],
+    };
+  }
+
+  function prepare(document: DiscoveryDocument): Prepared {
+    const text = JSON.stringify(document);
+    const etag = `"${createHash('sha256').update(text).digest('base64url').slice(0, 27)}"`;
+    return {
+      document,
+      etag,
+      headers: { ETag: etag, 'Cache-Control': `public, max-age=${config.discoveryMaxAgeSeconds}`, Vary: 'Host' },
+      serialised: Buffer.from(text, 'utf8'),
+    };
+  }
+
   return [
     defineRoute({
       method: 'get',
@@ -48,27 +82,20 @@ export function discoveryRoutes(config: Config): RouteDefinition[] {
         304: { description: 'Not modified since the ETag given in `If-None-Match`.' },
       },
       handler: ({ tenant, req }) => {
-        let document: DiscoveryDocument;
-        if (config.deployment === 'cloud') {
-          document = { edition: 'cloud', apiBaseUrl: requestOrigin(req).origin, dpopSigningAlgs: [...DPOP_SIGNING_ALGS] };
-        } else {
-          const organisation = tenant!;
-          const auth: NonNullable<DiscoveryDocument['auth']> = {};
-          if (organisation.oidcIssuer) auth.issuer = organisation.oidcIssuer;
-          if (organisation.oidcClientId) auth.clientId = organisation.oidcClientId;
-          if (organisation.oidcApiScope) auth.apiScope = organisation.oidcApiScope;
-          document = {
-            edition: 'enterprise',
-            apiBaseUrl: requestOrigin(req).origin,
-            organisation: { id: organisation.id, name: organisation.name },
-            auth,
-            dpopSigningAlgs: [...DPOP_SIGNING_ALGS],
-          };
+        const origin = requestOrigin(req).origin;
+        // Built and serialised once per (organisation record, origin): the tenancy step hands out
+        // the same record until it reads the organisation again, so a change (name, OIDC
+        // settings) is served from that read on.
+        let byOrigin = config.deployment === 'cloud' ? cloudDocuments : organisationDocuments.get(tenant!);
+        if (!byOrigin) organisationDocuments.set(tenant!, (byOrigin = new Map()));
+        let ready = byOrigin.get(origin);
+        if (!ready) {
+          ready = prepare(documentFor(tenant, origin));
+          if (byOrigin.size >= 100) byOrigin.clear();
+          byOrigin.set(origin, ready);
         }
-        const etag = etagOf(document);
-        const headers = { ETag: etag, 'Cache-Control': `public, max-age=${config.discoveryMaxAgeSeconds}`, Vary: 'Host' };
-        if (matchesEtag(req.headers['if-none-match'], etag)) return { status: 304, headers };
-        return { status: 200, headers, body: document };
+        if (matchesEtag(req.headers['if-none-match'], ready.etag)) return { status: 304, headers: ready.headers };
+        return { status: 200, headers: ready.headers, body: ready.document, serialised: ready.serialised };
       },
     }),
   ];

@@ -1,5 +1,6 @@
 import { IsNull, type DataSource, type EntityManager } from 'typeorm';
 import { storedDate } from '../../db/dates.js';
+import { hotRead } from '../../db/prepared.js';
 import type { OrganisationRole } from '../../auth/principal.js';
 import {
   MembershipEntity,
@@ -115,21 +116,30 @@ export class OrganisationStore {
     subject: string,
     organisationId: string,
   ): Promise<{ person: PersonRecord; membership: MembershipRecord | null } | null> {
-    const identity = await this.manager
-      .createQueryBuilder(PersonIdentityEntity, 'identity')
-      .innerJoinAndMapOne('identity.person', 'Person', 'person', 'person.id = identity.personId')
-      .leftJoinAndMapOne(
-        'identity.membership',
-        'Membership',
-        'membership',
-        'membership.personId = identity.personId AND membership.organisationId = :organisationId',
-        { organisationId },
-      )
-      .where('identity.issuer = :issuer AND identity.subject = :subject', { issuer, subject })
-      .getOne();
-    if (!identity) return null;
-    const joined = identity as typeof identity & { person: PersonRecord; membership?: MembershipRecord | null };
-    return { person: joined.person, membership: joined.membership ?? null };
+    // Every person-token request asks this: one prepared statement (src/db/prepared.ts), not the
+    // query builder, whose work costs several times the query's.
+    const rows = await hotRead(
+      this.manager,
+      'SELECT p.id, p.name, p.email, p.created_at AS createdAt, m.role, m.created_at AS joinedAt, m.removed_at AS removedAt, m.person_id AS memberId ' +
+        'FROM person_identities i INNER JOIN people p ON p.id = i.person_id ' +
+        'LEFT JOIN memberships m ON m.person_id = i.person_id AND m.organisation_id = ? ' +
+        'WHERE i.issuer = ? AND i.subject = ?',
+      [organisationId, issuer, subject],
+    );
+    const row = rows[0];
+    if (!row) return null;
+    const person: PersonRecord = { id: row.id as string, name: row.name as string, email: (row.email as string | null) ?? null, createdAt: storedDate(row.createdAt) };
+    const membership: MembershipRecord | null =
+      row.memberId === null || row.memberId === undefined
+        ? null
+        : {
+            organisationId,
+            personId: person.id,
+            role: row.role as OrganisationRole,
+            createdAt: storedDate(row.joinedAt),
+            removedAt: row.removedAt === null || row.removedAt === undefined ? null : storedDate(row.removedAt),
+          };
+    return { person, membership };
   }
 
   /**

@@ -68,12 +68,21 @@ function matchesEtag(header: string | undefined, etag: string): boolean {
   });
 }
 
+/** An effective policy's answer, serialised once: the service keeps one answer object per
+ * revision (its cache), so the text and headers are made once per revision and reused. */
+const prepared = new WeakMap<EffectivePolicy, { etag: string; headers: Record<string, string>; serialised: Buffer }>();
+
 function policyReply(answer: EffectivePolicy, ifNoneMatch?: string): Reply {
-  const etag = `"${answer.revision}"`;
-  // The answer depends on who asks (organisation by token or header), never on the URL alone.
-  const headers = { ETag: etag, 'Cache-Control': 'private, no-cache', Vary: 'Authorization, X-Platform-Organisation' };
-  if (matchesEtag(ifNoneMatch, etag)) return { status: 304, headers };
-  return { status: 200, headers, body: answer };
+  let ready = prepared.get(answer);
+  if (!ready) {
+    const etag = `"${answer.revision}"`;
+    // The answer depends on who asks (organisation by token or header), never on the URL alone.
+    const headers = { ETag: etag, 'Cache-Control': 'private, no-cache', Vary: 'Authorization, X-Platform-Organisation' };
+    ready = { etag, headers, serialised: Buffer.from(JSON.stringify(answer), 'utf8') };
+    prepared.set(answer, ready);
+  }
+  if (matchesEtag(ifNoneMatch, ready.etag)) return { status: 304, headers: ready.headers };
+  return { status: 200, headers: ready.headers, body: answer, serialised: ready.serialised };
 }
 
 function publishReply(outcome: PublishOutcome): Reply {

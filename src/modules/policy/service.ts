@@ -173,6 +173,11 @@ export class PolicyService {
     this.defaults = withoutSource(structuredClone(defaults)) as PolicyDocument;
   }
 
+  /** Entries of the bounded answer caches (at most 10 000 each). */
+  cacheSizes(): Record<string, number> {
+    return { policyAnswers: this.answers.size, policyLayers: this.organisationLayers.size };
+  }
+
   /** The policy a workbench of the organisation (in the project, when named) enforces. */
   async effective(organisationId: string, projectId?: string): Promise<EffectivePolicy> {
     if (projectId !== undefined) await this.projects.get(organisationId, projectId);

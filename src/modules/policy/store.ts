@@ -1,3 +1,4 @@
+import { hotRead } from '../../db/prepared.js';
 import type { DataSource, EntityManager } from 'typeorm';
 import { PolicyRevisionEntity, type PolicyRevisionRecord } from './entities.js';
 
@@ -26,7 +27,8 @@ export class PolicyStore {
   async latestNumbers(organisationId: string, projectId: string | undefined): Promise<LatestNumbers> {
     // Plain SQL (the same text on SQLite and MySQL): this runs on every policy poll, where the
     // query builder's work costs more than the query.
-    const rows = (await this.manager.query(
+    const rows = (await hotRead(
+      this.manager,
       projectId === undefined
         ? 'SELECT project_id AS projectId, MAX(number) AS latest FROM policy_revisions WHERE organisation_id = ? AND project_id IS NULL GROUP BY project_id'
         : 'SELECT project_id AS projectId, MAX(number) AS latest FROM policy_revisions WHERE organisation_id = ? AND (project_id IS NULL OR project_id = ?) GROUP BY project_id',

@@ -119,10 +119,15 @@ export class CloudSessions {
   /** The session behind a current access token. */
   async resolveAccessToken(accessToken: string): Promise<CloudSessionRecord | undefined> {
     if (!accessToken.startsWith(SESSION_ACCESS_PREFIX)) return undefined;
-    const found = await this.store.findAccessToken(hashSecret(accessToken));
+    return (await this.resolveAccessTokenHash(hashSecret(accessToken)))?.session;
+  }
+
+  /** The session of a current access token by its stored hash (hex SHA-256), with the token's end. */
+  async resolveAccessTokenHash(tokenHash: string): Promise<{ session: CloudSessionRecord; expiresAt: Date } | undefined> {
+    const found = await this.store.findAccessToken(tokenHash);
     if (!found || found.revoked || found.session.endedAt) return undefined;
     if (found.expiresAt.getTime() <= this.clock.now().getTime()) return undefined;
-    return found.session;
+    return { session: found.session, expiresAt: found.expiresAt };
   }
 
   /** Ends sessions: every token issued in them stops working at once. */

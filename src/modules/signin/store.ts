@@ -1,3 +1,4 @@
+import { hotRead } from '../../db/prepared.js';
 import { IsNull, LessThan, MoreThan, type DataSource, type EntityManager } from 'typeorm';
 import type { SignInProviderId } from '../../config.js';
 import {
@@ -265,7 +266,8 @@ export class SignInStore {
    * person. Expiry, revocation and the session's end are judged by the caller.
    */
   async findAccessToken(tokenHash: string): Promise<{ expiresAt: Date; revoked: boolean; session: CloudSessionRecord } | null> {
-    const rows = (await this.manager.query(
+    const rows = (await hotRead(
+      this.manager,
       'SELECT t.expires_at AS expiresAt, t.revoked_at AS revokedAt, s.id, s.person_id AS personId, s.client, ' +
         's.sign_in_method_id AS signInMethodId, s.created_at AS createdAt, s.ended_at AS endedAt ' +
         "FROM cloud_session_tokens t INNER JOIN cloud_sessions s ON s.id = t.session_id WHERE t.token_hash = ? AND t.kind = 'access'",

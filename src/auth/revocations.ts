@@ -1,0 +1,234 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { EventSubscriber } from 'typeorm';
+import type { DataSource, EntitySubscriberInterface, QueryRunner, RemoveEvent, TransactionCommitEvent, TransactionRollbackEvent, UpdateEvent } from 'typeorm';
+import type { Clock } from '../util/clock.js';
+
+/**
+ * Revocations: how the in-process caches of verified credentials (src/auth/auth-cache.ts) learn
+ * that something they hold may have ended.
+ *
+ * - **Where it is written.** A TypeORM subscriber on every DataSource (`createDataSource`) sees
+ *   each update and delete of the tables an access depends on (device tokens, devices,
+ *   memberships, people, identities, organisations, Cloud sessions and their tokens), whoever
+ *   made it: a route, a service, the command line in another process. Updates that end nothing
+ *   (a device's `last seen`, a refresh token marked used) are ignored. After the change is
+ *   committed (at once outside a transaction), it
+ *   1. tells this process's listeners: the caches are dropped before the call that revoked returns,
+ *      so the very next request on this replica reads the database;
+ *   2. adds one to the revocation counter row (`auth_revocations`, migration 1763870000000), which
+ *      every server reads at most once a second: another process without Redis (the command line
+ *      on the embedded SQLite) reaches every server within a second;
+ *   3. through the listener of `AuthRevocations` below, publishes on Redis (`REDIS_URL`), so every
+ *      replica drops its caches as soon as the message arrives.
+ * - **Races.** A request that read the database before a revocation committed must not store what
+ *   it read after the caches were dropped: `generation` moves on every drop, and a cache stores an
+ *   entry only if the generation it started with is still current. Inside a transaction the
+ *   caches are dropped once at the change and once more at its commit.
+ */
+
+/** Per table: the columns whose change ends nothing (an update touching only these is ignored). */
+const WATCHED: Record<string, readonly string[]> = {
+  device_tokens: ['usedAt', 'graceSealed', 'graceUntil'],
+  devices: ['lastSeenAt', 'name'],
+  memberships: [],
+  people: ['name', 'email', 'picture', 'pictureUrl', 'updatedAt'],
+  person_identities: ['email', 'name'],
+  organisations: [],
+  cloud_sessions: ['lastUsedAt', 'lastSeenAt'],
+  cloud_session_tokens: ['usedAt', 'graceSealed', 'graceUntil'],
+};
+
+export const REVOCATION_TABLE = 'auth_revocations';
+
+type Listener = () => void;
+const listeners = new WeakMap<DataSource, Set<Listener>>();
+/** Query runners inside a transaction that changed something watched, to signal at commit. */
+const pending = new WeakSet<QueryRunner>();
+
+function quoted(dataSource: DataSource, name: string): string {
+  return dataSource.options.type === 'better-sqlite3' ? `"${name}"` : `\`${name}\``;
+}
+
+/** Adds one to the counter row, on the given runner (after its commit) or the pool. */
+async function bumpCounter(dataSource: DataSource, runner: QueryRunner | undefined): Promise<void> {
+  const sql = `UPDATE ${quoted(dataSource, REVOCATION_TABLE)} SET ${quoted(dataSource, 'counter')} = ${quoted(dataSource, 'counter')} + 1 WHERE ${quoted(dataSource, 'id')} = 1`;
+  try {
+    await (runner && !runner.isReleased ? runner.query(sql) : dataSource.query(sql));
+  } catch {
+    // The change itself is committed; without the counter, other processes that have no Redis
+    // still stop trusting their cached entries when these reach AUTH_CACHE_MAX_AGE_SECONDS.
+  }
+}
+
+function notify(dataSource: DataSource): void {
+  for (const listener of listeners.get(dataSource) ?? []) {
+    try {
+      listener();
+    } catch {
+      // one listener's failure does not keep the others from dropping their caches
+    }
+  }
+}
+
+function relevant(table: string, changed: object | undefined): boolean {
+  const harmless = WATCHED[table];
+  if (!harmless) return false;
+  if (!changed) return true;
+  const keys = Object.keys(changed);
+  return keys.length === 0 || keys.some((key) => !harmless.includes(key));
+}
+
+async function changed(dataSource: DataSource, runner: QueryRunner | undefined): Promise<void> {
+  notify(dataSource);
+  if (runner?.isTransactionActive) {
+    pending.add(runner);
+    return;
+  }
+  await bumpCounter(dataSource, runner);
+}
+
+/** The subscriber every DataSource carries (see `createDataSource`). */
+export class RevocationSubscriber implements EntitySubscriberInterface {
+  async afterUpdate(event: UpdateEvent<object>): Promise<void> {
+    if (!event.metadata || !relevant(event.metadata.tableName, event.entity as object | undefined)) return;
+    await changed(event.connection, event.queryRunner);
+  }
+
+  async afterRemove(event: RemoveEvent<object>): Promise<void> {
+    if (!event.metadata || !relevant(event.metadata.tableName, undefined)) return;
+    await changed(event.connection, event.queryRunner);
+  }
+
+  async afterTransactionCommit(event: TransactionCommitEvent): Promise<void> {
+    const runner = event.queryRunner;
+    if (!pending.has(runner)) return;
+    // A nested transaction (a savepoint) commits into its parent: wait for the outermost.
+    if (runner.isTransactionActive) return;
+    pending.delete(runner);
+    notify(event.connection);
+    await bumpCounter(event.connection, runner);
+  }
+
+  afterTransactionRollback(event: TransactionRollbackEvent): void {
+    if (!event.queryRunner.isTransactionActive) pending.delete(event.queryRunner);
+  }
+}
+// What the `@EventSubscriber()` decorator does (this code base uses no decorators): a class in a
+// DataSource's `subscribers` is only instantiated once registered so.
+EventSubscriber()(RevocationSubscriber);
+
+/** Calls `listener` whenever a watched change of this DataSource is made in this process. */
+export function onLocalRevocation(dataSource: DataSource, listener: Listener): () => void {
+  let set = listeners.get(dataSource);
+  if (!set) listeners.set(dataSource, (set = new Set()));
+  set.add(listener);
+  return () => set.delete(listener);
+}
+
+/** Anything that holds verified credentials and can forget them all at once. */
+export interface Droppable {
+  clear(): void;
+}
+
+export const REVOCATION_CHANNEL = 'platform:auth-revocations';
+/** The counter is read at most this often (a second, the bound the spec promises). */
+export const COUNTER_CHECK_MS = 1_000;
+
+/**
+ * One per platform: drops the registered caches on a local change, on a message from another
+ * replica, or when the counter row moved since it was last read.
+ */
+export class AuthRevocations {
+  /** Moves on every drop; a cache stores an entry only if it did not move meanwhile. */
+  generation = 0;
+  private readonly caches = new Set<Droppable>();
+  private readonly id = randomUUID();
+  private known: number | undefined;
+  private checkedAt = Number.NEGATIVE_INFINITY;
+  private inFlight: Promise<void> | undefined;
+  private subscriber: Redis | undefined;
+  private readonly unlisten: () => void;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly clock: Clock,
+    private readonly redis?: Redis,
+  ) {
+    this.unlisten = onLocalRevocation(dataSource, () => {
+      this.drop();
+      // Fire and forget: a replica that misses it still reads the counter within a second.
+      this.redis?.publish(REVOCATION_CHANNEL, this.id).catch(() => undefined);
+    });
+  }
+
+  register<T extends Droppable>(cache: T): T {
+    this.caches.add(cache);
+    return cache;
+  }
+
+  /** Forgets every cached credential now. */
+  drop(): void {
+    this.generation += 1;
+    for (const cache of this.caches) cache.clear();
+  }
+
+  /**
+   * Before a cached entry is trusted: reads the counter when the last reading is a second old or
+   * more (one reading shared by the requests that arrive meanwhile) and drops the caches when it
+   * moved.
+   */
+  fresh(): Promise<void> | undefined {
+    if (this.inFlight) return this.inFlight;
+    const now = this.clock.now().getTime();
+    if (now - this.checkedAt < COUNTER_CHECK_MS) return undefined;
+    this.checkedAt = now;
+    this.inFlight = this.readCounter()
+      .then((value) => {
+        if (value !== undefined && this.known !== undefined && value !== this.known) this.drop();
+        // The first reading: whatever was cached before it cannot be trusted to be newer.
+        if (value !== undefined && this.known === undefined) this.drop();
+        if (value !== undefined) this.known = value;
+        // Unreadable counter: drop, and try again at the next request.
+        if (value === undefined) {
+          this.drop();
+          this.checkedAt = Number.NEGATIVE_INFINITY;
+        }
+      })
+      .finally(() => {
+        this.inFlight = undefined;
+      });
+    return this.inFlight;
+  }
+
+  private async readCounter(): Promise<number | undefined> {
+    try {
+      const rows = (await this.dataSource.query(
+        `SELECT ${quoted(this.dataSource, 'counter')} AS counter FROM ${quoted(this.dataSource, REVOCATION_TABLE)} WHERE ${quoted(this.dataSource, 'id')} = 1`,
+      )) as { counter: number | string }[];
+      return rows[0] === undefined ? undefined : Number(rows[0].counter);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Subscribes to the other replicas' messages (with Redis). */
+  async start(): Promise<void> {
+    if (!this.redis || this.subscriber) return;
+    const subscriber = this.redis.duplicate({ lazyConnect: true, enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: true });
+    this.subscriber = subscriber;
+    subscriber.on('error', () => undefined);
+    subscriber.on('message', (_channel: string, from: string) => {
+      if (from !== this.id) this.drop();
+    });
+    // Never wait for Redis to come back: the counter covers the time without it.
+    subscriber.subscribe(REVOCATION_CHANNEL).catch(() => undefined);
+  }
+
+  async stop(): Promise<void> {
+    this.unlisten();
+    const subscriber = this.subscriber;
+    this.subscriber = undefined;
+    if (subscriber) subscriber.disconnect();
+  }
+}
