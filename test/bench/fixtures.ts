@@ -93,9 +93,15 @@ export async function seedPlatform(request: SeedRequest): Promise<Seeded> {
       if (request.policyDpopJkt !== undefined) {
         const bearer = await enrol(manager, platform, { ...base, name: 'Bench workbench (Bearer)', workspaceId: 'ws-bench-policy-bearer', dpopJkt: null });
         const dpop = await enrol(manager, platform, { ...base, name: 'Bench workbench (DPoP)', workspaceId: 'ws-bench-policy-dpop', dpopJkt: request.policyDpopJkt });
-        const dpopEd = await enrol(manager, platform, { ...base, name: 'Bench workbench (DPoP, Ed25519)', workspaceId: 'ws-bench-policy-dpop-ed', dpopJkt: request.policyDpopEdJkt ?? null });
-        if (bearer.tokenType !== 'Bearer' || dpop.tokenType !== 'DPoP' || dpopEd.tokenType !== 'DPoP') throw new Error(`unexpected token types: ${bearer.tokenType}, ${dpop.tokenType}, ${dpopEd.tokenType}`);
-        policy = { bearerToken: bearer.accessToken, dpopToken: dpop.accessToken, dpopEdToken: dpopEd.accessToken };
+        // The Ed25519-bound workbench only when its key is given (the soak and workers parts do not use it).
+        const dpopEd =
+          request.policyDpopEdJkt === undefined
+            ? undefined
+            : await enrol(manager, platform, { ...base, name: 'Bench workbench (DPoP, Ed25519)', workspaceId: 'ws-bench-policy-dpop-ed', dpopJkt: request.policyDpopEdJkt });
+        if (bearer.tokenType !== 'Bearer' || dpop.tokenType !== 'DPoP' || (dpopEd && dpopEd.tokenType !== 'DPoP')) {
+          throw new Error(`unexpected token types: ${bearer.tokenType}, ${dpop.tokenType}, ${dpopEd?.tokenType ?? '-'}`);
+        }
+        policy = { bearerToken: bearer.accessToken, dpopToken: dpop.accessToken, dpopEdToken: dpopEd?.accessToken ?? '' };
       }
       const ingest: IngestDevice[] = [];
       for (let i = 0; i < request.ingestDevices; i++) {
