@@ -20,7 +20,13 @@ function who(person: { id: string; name: string; email: string | null }): string
   return person.email && person.email !== person.name ? `${person.name} <${person.email}> (${person.id})` : `${person.name} (${person.id})`;
 }
 
-function reportAdded(context: CliContext, added: AddedPerson): void {
+/** What `bootstrap` and `person add` print: the person as JSON or a sentence, then any role-claim warning. */
+function reportAdded(context: CliContext, added: AddedPerson, json: boolean | undefined): void {
+  if (json) {
+    context.printJson(added);
+    if (added.roleClaimWarning) context.warn(added.roleClaimWarning);
+    return;
+  }
   const change = added.existing
     ? `is ${added.role} of ${added.organisationId} (${added.previous === added.role ? 'unchanged' : `was ${added.previous ?? 'not a member'}`})`
     : `was added to ${added.organisationId} as ${added.role}; they become this person when they first sign in with the organisation's identity provider using that address`;
@@ -39,12 +45,7 @@ export function registerPeopleCommands(program: Command, people: Command, contex
     .option('--json', 'print the result as JSON')
     .action(async (options: { org: string; email: string; name?: string; force?: boolean; json?: boolean }) => {
       const added = await bootstrapOwner(await context.services(), options.org, { email: options.email, name: options.name, force: options.force === true });
-      if (options.json) {
-        context.printJson(added);
-        if (added.roleClaimWarning) context.warn(added.roleClaimWarning);
-        return;
-      }
-      reportAdded(context, added);
+      reportAdded(context, added, options.json);
     });
 
   people
@@ -57,12 +58,7 @@ export function registerPeopleCommands(program: Command, people: Command, contex
     .option('--json', 'print the result as JSON')
     .action(async (options: { org: string; email: string; name?: string; role: OrganisationRole; json?: boolean }) => {
       const added = await addPerson(await context.services(), options.org, { email: options.email, name: options.name, role: options.role });
-      if (options.json) {
-        context.printJson(added);
-        if (added.roleClaimWarning) context.warn(added.roleClaimWarning);
-        return;
-      }
-      reportAdded(context, added);
+      reportAdded(context, added, options.json);
     });
 
   people
