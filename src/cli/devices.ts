@@ -2,6 +2,7 @@ import { defineAbilityFor } from '../../policies/index.js';
 import { subject } from '@casl/ability';
 import { audit, CLI_ACTOR } from '../audit.js';
 import type { DeviceKind, JoinKeyRecord } from '../modules/devices/entities.js';
+import { deviceBody } from '../modules/devices/views.js';
 import { JOIN_KEY_MAX_TTL_SECONDS, JOIN_KEY_MIN_TTL_SECONDS, type JoinKeyState } from '../modules/devices/join-keys.js';
 import { timestamp } from '../util/clock.js';
 import { notFoundError, refusedError, usageError, type AdminServices } from './context.js';
@@ -27,18 +28,8 @@ function mayCreateJoinKeys(person: ActingPerson, organisationId: string): boolea
  */
 export type DeviceStatus = 'active' | 'expired' | 'approver_removed';
 
-export interface DeviceView {
-  id: string;
-  name: string;
-  kind: DeviceKind;
-  status: DeviceStatus;
-  approver: { id: string; name: string };
-  enrolledVia: 'device_code' | 'join_key';
-  joinKeyId: string | null;
-  createdAt: string;
-  lastSeenAt: string | null;
-  keyBound: boolean;
-}
+/** The API's device object (src/modules/devices/views.ts) with its status. */
+export type DeviceView = ReturnType<typeof deviceBody> & { status: DeviceStatus };
 
 /** The organisation's enrolled devices, newest first (a revoked device is no longer listed, as in the API). */
 export async function listDevices(services: AdminServices, organisationRef: string): Promise<DeviceView[]> {
@@ -51,16 +42,8 @@ export async function listDevices(services: AdminServices, organisationRef: stri
   for (const device of devices) {
     if (!roles.has(device.personId)) roles.set(device.personId, (await services.organisations.roleOf(organisation.id, device.personId)) !== undefined);
     views.push({
-      id: device.id,
-      name: device.name,
-      kind: device.kind,
+      ...deviceBody(device, people),
       status: !roles.get(device.personId) ? 'approver_removed' : live.has(device.id) ? 'active' : 'expired',
-      approver: people.get(device.personId) ?? { id: device.personId, name: '' },
-      enrolledVia: device.enrolledVia,
-      joinKeyId: device.joinKeyId,
-      createdAt: timestamp(device.createdAt),
-      lastSeenAt: device.lastSeenAt ? timestamp(device.lastSeenAt) : null,
-      keyBound: device.dpopJkt !== null,
     });
   }
   return views;

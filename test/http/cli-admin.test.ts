@@ -186,6 +186,8 @@ describe('platform device list and revoke', () => {
       id: enrolled.device.id,
       name: "Ada's laptop",
       kind: 'workbench',
+      workspaceId: enrolled.device.workspaceId,
+      nodeId: null,
       status: 'active',
       approver: { id: approver, name: 'Ada' },
       enrolledVia: 'device_code',

@@ -7,7 +7,6 @@ import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { named, timestampSchema } from '../../http/schema.js';
 import type { OrganisationRecord } from '../organisation/entities.js';
 import { timestamp } from '../../util/clock.js';
-import type { DeviceRecord } from './entities.js';
 import {
   JOIN_KEY_DEFAULT_TTL_SECONDS,
   JOIN_KEY_MAX_TTL_SECONDS,
@@ -15,7 +14,8 @@ import {
   type JoinKeyService,
   type JoinKeyView,
 } from './join-keys.js';
-import { pageOf, type DeviceStore, type Person } from './store.js';
+import { pageOf, type DeviceStore } from './store.js';
+import { deviceBody } from './views.js';
 import type { DeviceTokenService } from './tokens.js';
 
 /**
@@ -167,21 +167,6 @@ const deviceParamsSchema = {
   properties: { deviceId: { type: 'string', minLength: 1, maxLength: 40, description: 'Device id (`dev_…`).' } },
 } as const;
 
-function deviceBody(device: DeviceRecord, people: Map<string, Person>) {
-  return {
-    id: device.id,
-    name: device.name,
-    kind: device.kind,
-    workspaceId: device.workspaceId,
-    nodeId: device.nodeId,
-    approver: people.get(device.personId) ?? { id: device.personId, name: '' },
-    enrolledVia: device.enrolledVia,
-    joinKeyId: device.joinKeyId,
-    createdAt: timestamp(device.createdAt),
-    lastSeenAt: device.lastSeenAt ? timestamp(device.lastSeenAt) : null,
-    keyBound: device.dpopJkt !== null,
-  };
-}
 
 // Routes ---------------------------------------------------------------------------------------
 
