@@ -1,11 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { freePort, RedisServer } from '../support/redis-server.js';
+import { LoggedService } from '../support/service-process.js';
 
 /**
  * The service as operators start it (src/main.ts, in a process of its own), with a dependency
@@ -14,65 +12,13 @@ import { freePort, RedisServer } from '../support/redis-server.js';
  * hold the start back, and once it is up the service is ready without a restart.
  */
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const WAIT_MS = 45_000;
-
-type Line = Record<string, unknown>;
-
-class Service {
-  readonly lines: Line[] = [];
-  readonly raw: string[] = [];
-  stderr = '';
-  private readonly child: ChildProcess;
-  private readonly exited: Promise<number | null>;
-
-  constructor(env: Record<string, string>) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: root,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let pending = '';
-    this.child.stdout!.on('data', (chunk: Buffer) => {
-      pending += chunk.toString('utf8');
-      const parts = pending.split('\n');
-      pending = parts.pop() ?? '';
-      for (const part of parts) {
-        if (!part.trim()) continue;
-        this.raw.push(part);
-        if (part.startsWith('{')) this.lines.push(JSON.parse(part) as Line);
-      }
-    });
-    this.child.stderr!.on('data', (chunk: Buffer) => (this.stderr += chunk.toString('utf8')));
-    this.exited = new Promise((resolve) => this.child.once('exit', (code) => resolve(code)));
-  }
-
-  async until<T>(find: () => T | undefined, what: string): Promise<T> {
-    const deadline = Date.now() + WAIT_MS;
-    for (;;) {
-      const found = find();
-      if (found !== undefined) return found;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; output so far:\n${this.raw.join('\n')}\n${this.stderr}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-
-  attempts(dependency: string): Line[] {
-    return this.lines.filter((line) => line.dependency === dependency && line.attempt !== undefined);
-  }
-
-  async port(): Promise<number> {
-    return this.until(() => this.lines.find((line) => line.msg === 'platform api listening')?.port as number | undefined, 'the service to listen');
-  }
-
-  async stop(): Promise<number | null> {
-    this.child.kill('SIGTERM');
-    return this.exited;
-  }
+/** The lines of the attempts to reach `dependency`. */
+function attemptsOf(service: LoggedService, dependency: string): Record<string, unknown>[] {
+  return service.lines.filter((line) => line.dependency === dependency && line.attempt !== undefined);
 }
 
 /** What every line the service wrote must be: JSON, and never a stack trace. */
-function expectCleanLogs(service: Service): void {
+function expectCleanLogs(service: LoggedService): void {
   for (const line of service.raw.filter((text) => text.startsWith('{'))) {
     expect(line).not.toMatch(/"stack"|\\n\s+at /);
   }
@@ -126,10 +72,10 @@ describe('starting with the database down', () => {
     const url = database.url.replace(`${server.hostname}:${server.port || 3306}`, `127.0.0.1:${port}`);
     expect(url).toContain(`:${port}/`);
 
-    const service = new Service({ DATABASE_URL: url });
+    const service = new LoggedService({ DATABASE_URL: url });
     cleanUp.push(() => service.stop());
-    await service.until(() => (service.attempts('database').length >= 3 ? true : undefined), 'three attempts');
-    const attempts = service.attempts('database');
+    await service.until(() => (attemptsOf(service, 'database').length >= 3 ? true : undefined), 'three attempts');
+    const attempts = attemptsOf(service, 'database');
     expect(attempts.slice(0, 3)).toEqual([
       expect.objectContaining({ level: 40, attempt: 1, retryInMs: 500, reason: expect.stringContaining('ECONNREFUSED'), errorCode: 'ECONNREFUSED', msg: 'database not reachable; trying again' }),
       expect.objectContaining({ attempt: 2, retryInMs: 1000 }),
@@ -154,11 +100,11 @@ describe('starting with Redis down', () => {
   it('serves at once (not ready), logs one JSON line per attempt to reach Redis, and is ready once Redis is up', async () => {
     const redis = await RedisServer.create({ running: false });
     cleanUp.push(() => redis.close());
-    const service = new Service({ DATABASE_URL: 'sqlite::memory:', REDIS_URL: redis.url });
+    const service = new LoggedService({ DATABASE_URL: 'sqlite::memory:', REDIS_URL: redis.url });
     cleanUp.push(() => service.stop());
     const port = await service.port();
-    await service.until(() => (service.attempts('redis').length >= 2 ? true : undefined), 'two attempts to reach Redis');
-    expect(service.attempts('redis')[0]).toMatchObject({ level: 40, attempt: 1, reason: expect.stringContaining('ECONNREFUSED'), msg: 'redis not reachable; trying again' });
+    await service.until(() => (attemptsOf(service, 'redis').length >= 2 ? true : undefined), 'two attempts to reach Redis');
+    expect(attemptsOf(service, 'redis')[0]).toMatchObject({ level: 40, attempt: 1, reason: expect.stringContaining('ECONNREFUSED'), msg: 'redis not reachable; trying again' });
 
     const base = `http://127.0.0.1:${port}`;
     const code = () => post(port, '/relay/v1/device/code', 'localhost', { workspaceId: 'ws', name: 'starter' });
