@@ -1,9 +1,9 @@
 import { defineAbilityFor } from '../../policies/index.js';
 import { subject } from '@casl/ability';
 import { audit, CLI_ACTOR } from '../audit.js';
-import type { DeviceKind, JoinKeyRecord } from '../modules/devices/entities.js';
-import { deviceBody } from '../modules/devices/views.js';
-import { JOIN_KEY_MAX_TTL_SECONDS, JOIN_KEY_MIN_TTL_SECONDS, type JoinKeyState } from '../modules/devices/join-keys.js';
+import type { DeviceKind } from '../modules/devices/entities.js';
+import { deviceBody, joinKeyBody } from '../modules/devices/views.js';
+import { JOIN_KEY_MAX_TTL_SECONDS, JOIN_KEY_MIN_TTL_SECONDS } from '../modules/devices/join-keys.js';
 import { timestamp } from '../util/clock.js';
 import { notFoundError, refusedError, usageError, type AdminServices } from './context.js';
 import { actingPerson, organisationByIdOrHost, type ActingPerson } from './people.js';
@@ -62,34 +62,8 @@ export async function revokeDevice(services: AdminServices, organisationRef: str
 
 // Join keys ------------------------------------------------------------------------------------
 
-export interface JoinKeyListView {
-  id: string;
-  description: string;
-  createdBy: { id: string; name: string };
-  createdAt: string;
-  expiresAt: string;
-  lastUsedAt: string | null;
-  revokedAt: string | null;
-  useCount: number;
-  reusable: boolean;
-  state: JoinKeyState;
-}
-
-function joinKeyView(view: { record: JoinKeyRecord; createdBy: { id: string; name: string }; state: JoinKeyState }): JoinKeyListView {
-  const { record } = view;
-  return {
-    id: record.id,
-    description: record.description,
-    createdBy: view.createdBy,
-    createdAt: timestamp(record.createdAt),
-    expiresAt: timestamp(record.expiresAt),
-    lastUsedAt: record.usedAt ? timestamp(record.usedAt) : null,
-    revokedAt: record.revokedAt ? timestamp(record.revokedAt) : null,
-    useCount: record.useCount,
-    reusable: record.reusable,
-    state: view.state,
-  };
-}
+/** The API's join key object (src/modules/devices/views.ts). */
+export type JoinKeyListView = ReturnType<typeof joinKeyBody>;
 
 /** `300`, `90m`, `24h`, `7d`: a lifetime in seconds. */
 export function parseDuration(value: string): number {
@@ -132,7 +106,7 @@ export async function createJoinKey(
     actor: person.actor,
     target: { joinKeyId: view.record.id, reusable: view.record.reusable, expiresAt: timestamp(view.record.expiresAt) },
   });
-  return { key, joinKey: joinKeyView(view) };
+  return { key, joinKey: joinKeyBody(view) };
 }
 
 export async function listJoinKeys(services: AdminServices, organisationRef: string): Promise<JoinKeyListView[]> {
@@ -141,7 +115,7 @@ export async function listJoinKeys(services: AdminServices, organisationRef: str
   let after: { createdAt: Date; id: string } | undefined;
   for (;;) {
     const page = await services.joinKeys.list(organisation.id, 200, after);
-    keys.push(...page.items.map(joinKeyView));
+    keys.push(...page.items.map(joinKeyBody));
     if (!page.more) return keys;
     after = page.more;
   }

@@ -12,10 +12,9 @@ import {
   JOIN_KEY_MAX_TTL_SECONDS,
   JOIN_KEY_MIN_TTL_SECONDS,
   type JoinKeyService,
-  type JoinKeyView,
 } from './join-keys.js';
 import { pageOf, type DeviceStore } from './store.js';
-import { deviceBody } from './views.js';
+import { deviceBody, joinKeyBody } from './views.js';
 import type { DeviceTokenService } from './tokens.js';
 
 /**
@@ -120,20 +119,6 @@ const joinKeyParamsSchema = {
   properties: { joinKeyId: { type: 'string', minLength: 1, maxLength: 40, description: 'Join key id (`jk_…`).' } },
 } as const;
 
-function joinKeyBody({ record, createdBy, state }: JoinKeyView) {
-  return {
-    id: record.id,
-    description: record.description,
-    createdBy,
-    createdAt: timestamp(record.createdAt),
-    expiresAt: timestamp(record.expiresAt),
-    lastUsedAt: record.usedAt ? timestamp(record.usedAt) : null,
-    revokedAt: record.revokedAt ? timestamp(record.revokedAt) : null,
-    useCount: record.useCount,
-    reusable: record.reusable,
-    state,
-  };
-}
 
 // Devices --------------------------------------------------------------------------------------
 

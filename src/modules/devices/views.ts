@@ -1,5 +1,6 @@
 import { timestamp } from '../../util/clock.js';
 import type { DeviceRecord } from './entities.js';
+import type { JoinKeyView } from './join-keys.js';
 import type { Person } from './store.js';
 
 /**
@@ -19,5 +20,21 @@ export function deviceBody(device: DeviceRecord, people: Map<string, Person>) {
     createdAt: timestamp(device.createdAt),
     lastSeenAt: device.lastSeenAt ? timestamp(device.lastSeenAt) : null,
     keyBound: device.dpopJkt !== null,
+  };
+}
+
+/** A join key as the API lists it and the command line prints it: never its value. */
+export function joinKeyBody({ record, createdBy, state }: JoinKeyView) {
+  return {
+    id: record.id,
+    description: record.description,
+    createdBy,
+    createdAt: timestamp(record.createdAt),
+    expiresAt: timestamp(record.expiresAt),
+    lastUsedAt: record.usedAt ? timestamp(record.usedAt) : null,
+    revokedAt: record.revokedAt ? timestamp(record.revokedAt) : null,
+    useCount: record.useCount,
+    reusable: record.reusable,
+    state,
   };
 }
