@@ -1,3 +1,4 @@
+import { buildAdminServices } from './admin-services.js';
 import express, { type Express, type RequestHandler } from 'express';
 import helmet from 'helmet';
 import type { Redis } from 'ioredis';
@@ -12,13 +13,10 @@ import { DpopVerifier, randomNonceSecret } from './auth/dpop.js';
 import { MemoryReplayCache } from '../adapters/state/memory-replay-cache.js';
 import { RedisReplayCache } from '../adapters/state/redis-replay-cache.js';
 import { RedisRateLimitStores } from '../adapters/state/redis-rate-limit.js';
-import { DeviceStore } from './modules/devices/store.js';
-import { DeviceTokenService } from './modules/devices/tokens.js';
-import { JoinKeyService } from './modules/devices/join-keys.js';
+import type { DeviceTokenService } from './modules/devices/tokens.js';
 import { joinRoutes } from './modules/devices/join-routes.js';
 import { tokenRoutes } from './modules/devices/token-routes.js';
 import { deviceAdminRoutes } from './modules/devices/admin-routes.js';
-import { DeviceCodeService } from './modules/devices/device-code.js';
 import { deviceCodeRoutes } from './modules/devices/device-code-routes.js';
 import { approvalRoutes } from './modules/devices/approval-routes.js';
 import { approvalPage } from './modules/devices/approval-page.js';
@@ -35,10 +33,10 @@ import { memoryStores, RateLimits } from './http/rate-limit.js';
 import { discoveryRoutes } from './modules/discovery/routes.js';
 import { databaseProbe, healthRoutes, migrationsProbe, ProbeFailure, type ReadinessProbe } from './modules/health/routes.js';
 import { organisationRoutes } from './modules/organisation/routes.js';
-import { OrganisationService } from './modules/organisation/service.js';
+import type { OrganisationService } from './modules/organisation/service.js';
 import { policyRoutes } from './modules/policy/routes.js';
-import { PolicyService } from './modules/policy/service.js';
-import { ProjectService } from './modules/projects/service.js';
+import type { PolicyService } from './modules/policy/service.js';
+import type { ProjectService } from './modules/projects/service.js';
 import { projectRoutes } from './modules/projects/routes.js';
 import { IngestReader } from './modules/ingest/read.js';
 import { ingestRoutes } from './modules/ingest/routes.js';
@@ -124,18 +122,10 @@ export interface Platform {
 export function buildApp(deps: AppDependencies): Platform {
   const { config, dataSource, clock, logger } = deps;
 
-  const organisations = new OrganisationService(dataSource, clock);
+  const { organisations, deviceTokens, devices: deviceStore, joinKeys, deviceCodes, projects, policies } = buildAdminServices({ config, dataSource, clock, logger });
   const verifier = new OrganisationOidcVerifier({ clock, ...config.oidc });
   const replay = deps.redis ? new RedisReplayCache(deps.redis, clock) : new MemoryReplayCache(clock);
   const dpop = new DpopVerifier({ clock, replay, ...config.dpop, nonceSecret: config.dpop.nonceSecret ?? randomNonceSecret() });
-  const deviceTokens = new DeviceTokenService(dataSource, clock, config.devices, async (organisationId, personId) =>
-    (await organisations.roleOf(organisationId, personId)) !== undefined,
-  );
-  const deviceStore = new DeviceStore(dataSource);
-  const joinKeys = new JoinKeyService(dataSource, clock, deviceTokens, organisations);
-  const deviceCodes = new DeviceCodeService(dataSource, clock, config.devices, deviceTokens, organisations);
-  const projects = new ProjectService(dataSource, clock);
-  const policies = new PolicyService(dataSource, clock, logger, projects, config.json);
   const cloudAgents = new CloudAgentService({
     dataSource,
     clock,

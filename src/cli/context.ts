@@ -3,16 +3,10 @@ import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
+import { buildAdminServices, type AdminServices } from '../admin-services.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { createDataSource } from '../db/data-source.js';
 import { createLogger } from '../logger.js';
-import { OrganisationService } from '../modules/organisation/service.js';
-import { ProjectService } from '../modules/projects/service.js';
-import { PolicyService } from '../modules/policy/service.js';
-import { DeviceCodeService } from '../modules/devices/device-code.js';
-import { JoinKeyService } from '../modules/devices/join-keys.js';
-import { DeviceStore } from '../modules/devices/store.js';
-import { DeviceTokenService } from '../modules/devices/tokens.js';
 import { systemClock, type Clock } from '../util/clock.js';
 
 /** What the command line runs against. Tests hand in their own environment, output and database. */
@@ -94,19 +88,7 @@ export function withEnvFile(env: Record<string, string | undefined>, path: strin
   return merged;
 }
 
-export interface AdminServices {
-  config: Config;
-  /** JSON lines on stderr, at LOG_LEVEL: the audit line of every change the command makes. */
-  logger: Logger;
-  clock: Clock;
-  organisations: OrganisationService;
-  projects: ProjectService;
-  policies: PolicyService;
-  devices: DeviceStore;
-  deviceTokens: DeviceTokenService;
-  joinKeys: JoinKeyService;
-  deviceCodes: DeviceCodeService;
-}
+export type { AdminServices } from '../admin-services.js';
 
 /**
  * One run of the command line: configuration read on first use (so `--help` works with a broken
@@ -210,24 +192,8 @@ export class CliContext {
     if (this.built) return this.built;
     const dataSource = await this.database();
     const { config, clock, logger } = this;
-    // Wired as buildApp wires them (src/app.ts), so the command line keeps the API's rules.
-    const organisations = new OrganisationService(dataSource, clock);
-    const projects = new ProjectService(dataSource, clock);
-    const deviceTokens = new DeviceTokenService(dataSource, clock, config.devices, async (organisationId, personId) =>
-      (await organisations.roleOf(organisationId, personId)) !== undefined,
-    );
-    this.built = {
-      config,
-      logger,
-      clock,
-      organisations,
-      projects,
-      policies: new PolicyService(dataSource, clock, logger, projects, config.json),
-      devices: new DeviceStore(dataSource),
-      deviceTokens,
-      joinKeys: new JoinKeyService(dataSource, clock, deviceTokens, organisations),
-      deviceCodes: new DeviceCodeService(dataSource, clock, config.devices, deviceTokens, organisations),
-    };
+    // Wired as the service wires them (src/admin-services.ts): the command line keeps the API's rules.
+    this.built = buildAdminServices({ config, dataSource, clock, logger });
     return this.built;
   }
 

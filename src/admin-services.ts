@@ -1,0 +1,50 @@
+import type { Logger } from 'pino';
+import type { DataSource } from 'typeorm';
+import type { Config } from './config.js';
+import { DeviceCodeService } from './modules/devices/device-code.js';
+import { JoinKeyService } from './modules/devices/join-keys.js';
+import { DeviceStore } from './modules/devices/store.js';
+import { DeviceTokenService } from './modules/devices/tokens.js';
+import { OrganisationService } from './modules/organisation/service.js';
+import { PolicyService } from './modules/policy/service.js';
+import { ProjectService } from './modules/projects/service.js';
+import type { Clock } from './util/clock.js';
+
+/** The services an administrator's changes go through, from the API (src/app.ts) and the command line (src/cli/context.ts). */
+export interface AdminServices {
+  config: Config;
+  /** Where audit lines go. */
+  logger: Logger;
+  clock: Clock;
+  organisations: OrganisationService;
+  projects: ProjectService;
+  policies: PolicyService;
+  devices: DeviceStore;
+  deviceTokens: DeviceTokenService;
+  joinKeys: JoinKeyService;
+  deviceCodes: DeviceCodeService;
+}
+
+/**
+ * Wires the administration services one way for both the service and the command line, so that
+ * neither can end up with rules (or settings) the other does not have.
+ */
+export function buildAdminServices(deps: { config: Config; dataSource: DataSource; clock: Clock; logger: Logger }): AdminServices {
+  const { config, dataSource, clock, logger } = deps;
+  const organisations = new OrganisationService(dataSource, clock);
+  const projects = new ProjectService(dataSource, clock);
+  // A device works only while the person who approved it is a member of its organisation.
+  const deviceTokens = new DeviceTokenService(dataSource, clock, config.devices, async (organisationId, personId) => (await organisations.roleOf(organisationId, personId)) !== undefined);
+  return {
+    config,
+    logger,
+    clock,
+    organisations,
+    projects,
+    policies: new PolicyService(dataSource, clock, logger, projects, config.json),
+    devices: new DeviceStore(dataSource),
+    deviceTokens,
+    joinKeys: new JoinKeyService(dataSource, clock, deviceTokens, organisations),
+    deviceCodes: new DeviceCodeService(dataSource, clock, config.devices, deviceTokens, organisations),
+  };
+}
