@@ -6,7 +6,7 @@ import { JoinKeyService } from './modules/devices/join-keys.js';
 import { DeviceStore } from './modules/devices/store.js';
 import { DeviceTokenService } from './modules/devices/tokens.js';
 import { OrganisationService } from './modules/organisation/service.js';
-import { PolicyService } from './modules/policy/service.js';
+import { PolicyService, type LatestNumbersCache } from './modules/policy/service.js';
 import { ProjectService } from './modules/projects/service.js';
 import type { Clock } from './util/clock.js';
 
@@ -29,7 +29,14 @@ export interface AdminServices {
  * Wires the administration services one way for both the service and the command line, so that
  * neither can end up with rules (or settings) the other does not have.
  */
-export function buildAdminServices(deps: { config: Config; dataSource: DataSource; clock: Clock; logger: Logger }): AdminServices {
+export function buildAdminServices(deps: {
+  config: Config;
+  dataSource: DataSource;
+  clock: Clock;
+  logger: Logger;
+  /** The service's cache of the newest policy publish numbers; the command line reads them every time. */
+  policyLatestNumbers?: LatestNumbersCache;
+}): AdminServices {
   const { config, dataSource, clock, logger } = deps;
   const organisations = new OrganisationService(dataSource, clock);
   const projects = new ProjectService(dataSource, clock);
@@ -41,7 +48,7 @@ export function buildAdminServices(deps: { config: Config; dataSource: DataSourc
     clock,
     organisations,
     projects,
-    policies: new PolicyService(dataSource, clock, logger, projects, config.json),
+    policies: new PolicyService(dataSource, clock, logger, projects, config.json, deps.policyLatestNumbers ? { latestNumbers: deps.policyLatestNumbers } : {}),
     devices: new DeviceStore(dataSource),
     deviceTokens,
     joinKeys: new JoinKeyService(dataSource, clock, deviceTokens, organisations),

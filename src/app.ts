@@ -36,6 +36,7 @@ import { organisationRoutes } from './modules/organisation/routes.js';
 import type { OrganisationService } from './modules/organisation/service.js';
 import { policyRoutes } from './modules/policy/routes.js';
 import type { PolicyService } from './modules/policy/service.js';
+import type { LatestNumbers } from './modules/policy/store.js';
 import type { ProjectService } from './modules/projects/service.js';
 import { projectRoutes } from './modules/projects/routes.js';
 import { IngestReader } from './modules/ingest/read.js';
@@ -122,7 +123,17 @@ export interface Platform {
 export function buildApp(deps: AppDependencies): Platform {
   const { config, dataSource, clock, logger } = deps;
 
-  const { organisations, deviceTokens, devices: deviceStore, joinKeys, deviceCodes, projects, policies } = buildAdminServices({ config, dataSource, clock, logger });
+  // Verified credentials, and the newest policy publish numbers, kept a few seconds and dropped on
+  // any revocation or publish (src/auth/revocations.ts).
+  const revocations = new AuthRevocations(dataSource, clock, deps.redis);
+  const policyNumbersCache = new AuthCache<LatestNumbers>('policyLatestNumbers', config.authCache, clock, revocations);
+  const { organisations, deviceTokens, devices: deviceStore, joinKeys, deviceCodes, projects, policies } = buildAdminServices({
+    config,
+    dataSource,
+    clock,
+    logger,
+    policyLatestNumbers: policyNumbersCache,
+  });
   const verifier = new OrganisationOidcVerifier({ clock, ...config.oidc });
   const replay = deps.redis ? new RedisReplayCache(deps.redis, clock) : new MemoryReplayCache(clock);
   const dpop = new DpopVerifier({ clock, replay, ...config.dpop, nonceSecret: config.dpop.nonceSecret ?? randomNonceSecret() });
@@ -134,8 +145,6 @@ export function buildApp(deps: AppDependencies): Platform {
     policies,
     credentialMaxTtlSeconds: config.cloudAgents.credentialMaxTtlSeconds,
   });
-  // Verified credentials, kept a few seconds and dropped on any revocation (src/auth/revocations.ts).
-  const revocations = new AuthRevocations(dataSource, clock, deps.redis);
   const deviceCache = new AuthCache<CachedDevice>('deviceTokens', config.authCache, clock, revocations);
   const personCache = new AuthCache<Resolved>('personTokens', config.authCache, clock, revocations);
   const sessionCache = new AuthCache<Resolved>('cloudSessions', config.authCache, clock, revocations);

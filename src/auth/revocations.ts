@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { EventSubscriber } from 'typeorm';
-import type { DataSource, EntitySubscriberInterface, QueryRunner, RemoveEvent, TransactionCommitEvent, TransactionRollbackEvent, UpdateEvent } from 'typeorm';
+import type { DataSource, EntitySubscriberInterface, InsertEvent, QueryRunner, RemoveEvent, TransactionCommitEvent, TransactionRollbackEvent, UpdateEvent } from 'typeorm';
 import type { Clock } from '../util/clock.js';
 
 /**
@@ -12,7 +12,10 @@ import type { Clock } from '../util/clock.js';
  *   each update and delete of the tables an access depends on (device tokens, devices,
  *   memberships, people, identities, organisations, Cloud sessions and their tokens), whoever
  *   made it: a route, a service, the command line in another process. Updates that end nothing
- *   (a device's `last seen`, a refresh token marked used) are ignored. After the change is
+ *   (a device's `last seen`, a refresh token marked used) are ignored. It also sees each new
+ *   policy publish (an insert into `policy_revisions`): the policy service keeps the newest
+ *   publish numbers in a cache of the same kind (src/modules/policy/service.ts), so a publish
+ *   reaches the workbenches' polls the way a revocation reaches their tokens. After the change is
  *   committed (at once outside a transaction), it
  *   1. tells this process's listeners: the caches are dropped before the call that revoked returns,
  *      so the very next request on this replica reads the database;
@@ -38,6 +41,9 @@ const WATCHED: Record<string, readonly string[]> = {
   cloud_sessions: ['lastUsedAt', 'lastSeenAt'],
   cloud_session_tokens: ['usedAt', 'graceSealed', 'graceUntil'],
 };
+
+/** Tables whose new rows change what a cache holds: a new policy publish. */
+const WATCHED_INSERTS: ReadonlySet<string> = new Set(['policy_revisions']);
 
 export const REVOCATION_TABLE = 'auth_revocations';
 
@@ -90,6 +96,11 @@ async function changed(dataSource: DataSource, runner: QueryRunner | undefined):
 
 /** The subscriber every DataSource carries (see `createDataSource`). */
 export class RevocationSubscriber implements EntitySubscriberInterface {
+  async afterInsert(event: InsertEvent<object>): Promise<void> {
+    if (!event.metadata || !WATCHED_INSERTS.has(event.metadata.tableName)) return;
+    await changed(event.connection, event.queryRunner);
+  }
+
   async afterUpdate(event: UpdateEvent<object>): Promise<void> {
     if (!event.metadata || !relevant(event.metadata.tableName, event.entity as object | undefined)) return;
     await changed(event.connection, event.queryRunner);
@@ -111,7 +122,11 @@ export class RevocationSubscriber implements EntitySubscriberInterface {
   }
 
   afterTransactionRollback(event: TransactionRollbackEvent): void {
-    if (!event.queryRunner.isTransactionActive) pending.delete(event.queryRunner);
+    if (event.queryRunner.isTransactionActive || !pending.has(event.queryRunner)) return;
+    pending.delete(event.queryRunner);
+    // On SQLite this process reads through the transaction's connection and may have cached what
+    // it wrote (a publish that lost its race): forget that too. Nothing reached other processes.
+    notify(event.connection);
   }
 }
 // What the `@EventSubscriber()` decorator does (this code base uses no decorators): a class in a

@@ -12,6 +12,9 @@ import { createLogger } from '../../src/logger.js';
 import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { DeviceEntity } from '../../src/modules/devices/entities.js';
 import { ManualClock } from '../../src/util/clock.js';
+import { CLI_ACTOR } from '../../src/audit.js';
+import { DEFAULT_POLICY } from '../../policies/default-policy.js';
+import { mergeOverride } from '../../src/modules/policy/merge.js';
 import { freshDatabase, usingMariadb, type TestDatabase } from '../support/database.js';
 import { createPerson, deviceHeaders, enrolDevice, type EnrolledDevice } from '../support/devices.js';
 import { TestIdentityProvider } from '../support/idp.js';
@@ -70,6 +73,24 @@ async function policyRead(made: Instance, host: string, device: EnrolledDevice):
   let test = request(made.platform.app).get('/policy/v1').set('Host', host);
   for (const [name, value] of Object.entries(headers)) test = test.set(name, value);
   return (await test).status;
+}
+
+/** The policy revision A (or B) serves the device now (the answer's ETag). */
+async function policyRevision(made: Instance, hostName: string, device: EnrolledDevice): Promise<string> {
+  const headers = await deviceHeaders(device, 'GET', `http://${hostName}/policy/v1`);
+  const res = await request(made.platform.app).get('/policy/v1').set('Host', hostName).set(headers);
+  expect(res.status).toBe(200);
+  expect(res.headers.etag).toBe(`"${res.body.revision as string}"`);
+  return res.body.revision as string;
+}
+
+let published = 0;
+/** Publishes a new organisation policy through `made`'s services, as the API and the CLI do. */
+async function publishNew(made: Instance, organisationId: string): Promise<string> {
+  published += 1;
+  const outcome = await made.platform.services.policies.publishOrganisation(organisationId, CLI_ACTOR, mergeOverride(DEFAULT_POLICY, { network: { denyHosts: [`cache-${published}.example.test`] } }));
+  expect(outcome.changed).toBe(true);
+  return outcome.revision;
 }
 
 async function organisationRead(made: Instance, host: string, token: string): Promise<number> {
@@ -158,6 +179,58 @@ describe('the same instance', () => {
     // The device row itself deleted (its tokens go with it: the foreign key cascades).
     await a.dataSource.getRepository(DeviceEntity).delete({ id: device.device.id });
     expect(await policyRead(a, host, device)).toBe(401);
+  });
+});
+
+describe('the newest policy publish numbers (kept like a verified token)', () => {
+  it('on the same instance: a publish is served on the very next request', async () => {
+    const person = await createPerson(asTestPlatform(a), organisation.id);
+    const device = await enrolDevice(asTestPlatform(a), { organisationId: organisation.id, personId: person.id });
+    const before = await policyRevision(a, host, device);
+    expect(a.platform.cacheSizes().policyLatestNumbers).toBeGreaterThan(0);
+    expect(await policyRevision(a, host, device)).toBe(before);
+
+    const revision = await publishNew(a, organisation.id);
+    expect(revision).not.toBe(before);
+    expect(await policyRevision(a, host, device)).toBe(revision);
+  });
+
+  it('with Redis: a publish on B is served by A as soon as the message arrives, without moving any clock', async () => {
+    const person = await createPerson(asTestPlatform(a), organisation.id);
+    const device = await enrolDevice(asTestPlatform(a), { organisationId: organisation.id, personId: person.id });
+    const before = await policyRevision(a, host, device);
+    expect(await policyRevision(a, host, device)).toBe(before);
+
+    const revision = await publishNew(b, organisation.id);
+    expect(await within(1_000, async () => (await policyRevision(a, host, device)) === revision)).toBe(true);
+  });
+
+  it('without Redis (the command line): a publish reaches A within one second, through the counter', async () => {
+    const cli = await instance({ clock: a.clock });
+    const person = await createPerson(asTestPlatform(a), organisation.id);
+    const device = await enrolDevice(asTestPlatform(a), { organisationId: organisation.id, personId: person.id });
+    a.clock.advance(1_000);
+    const before = await policyRevision(a, host, device);
+
+    const revision = await publishNew(cli, organisation.id);
+    a.clock.advance(500);
+    expect(await policyRevision(a, host, device)).toBe(before);
+    a.clock.advance(500);
+    expect(await policyRevision(a, host, device)).toBe(revision);
+  });
+
+  it('a read that began before a publish committed does not keep what it read', async () => {
+    const person = await createPerson(asTestPlatform(a), organisation.id);
+    const device = await enrolDevice(asTestPlatform(a), { organisationId: organisation.id, personId: person.id });
+    await policyRevision(a, host, device);
+    // A publish lands between a poll's database read and its storing of the numbers: the stale
+    // numbers are not stored, and the next poll reads the database again.
+    const revocations = a.platform.revocations;
+    const generation = revocations.generation;
+    const revision = await publishNew(a, organisation.id);
+    expect(revocations.generation).toBeGreaterThan(generation);
+    expect(a.platform.cacheSizes().policyLatestNumbers).toBe(0);
+    expect(await policyRevision(a, host, device)).toBe(revision);
   });
 });
 

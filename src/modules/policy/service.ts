@@ -45,6 +45,27 @@ export interface StoredRevision {
   document: Record<string, unknown>;
 }
 
+/**
+ * Where the newest publish numbers are kept between polls: `AuthCache` (src/auth/auth-cache.ts),
+ * dropped with the caches of verified credentials whenever a publish is made anywhere
+ * (src/auth/revocations.ts watches every insert into `policy_revisions`).
+ */
+export interface LatestNumbersCache {
+  readonly enabled: boolean;
+  readonly size: number;
+  begin(): number;
+  fresh(): Promise<void> | undefined;
+  get(key: string): LatestNumbers | undefined;
+  set(key: string, value: LatestNumbers, generation: number): void;
+}
+
+export interface PolicyServiceOptions {
+  /** The defaults that apply until an organisation publishes; `policies/default-policy.ts`. */
+  defaults?: PolicyDocument;
+  /** Without it (the command line), every read asks the database for the newest numbers. */
+  latestNumbers?: LatestNumbersCache;
+}
+
 /** How the service learns that a project exists in an organisation: throws 404 otherwise. */
 export interface ProjectLookup {
   get(organisationId: string, projectId: string): Promise<unknown>;
@@ -143,9 +164,13 @@ function remember<V>(cache: Map<string, V>, key: string, value: V): void {
  *   validates (the schema moved on, or someone edited the table), or is nested or sized beyond
  *   the JSON limits, is skipped and logged, and the newest valid one before it applies, or the
  *   defaults. A stored policy never stops the service answering.
- * - Answers are cached per organisation and project, keyed by the newest publish numbers, which
- *   one indexed query reads on every request: a poll that changes nothing rebuilds nothing, and
- *   every replica sees a publish on its next request.
+ * - Answers are cached per organisation and project, keyed by the newest publish numbers: a poll
+ *   that changes nothing rebuilds nothing. The numbers come from one indexed query, kept (in the
+ *   service, `latestNumbers`) like a verified token: for at most AUTH_CACHE_MAX_AGE_SECONDS,
+ *   dropped on the replica that publishes before the publish answers, on the others through
+ *   Redis as soon as the message arrives, and within a second through the revocation counter
+ *   (a publish by the command line in another process). A read that began before a publish
+ *   committed never stores what it read (the caches' generation).
  * - A publish (or a restore) is checked and stored in one transaction: `If-Match` against the
  *   scope's current effective revision, "identical to what applies" (nothing is stored), then a
  *   new publish number. Two publishes that read the same state collide on that number (a unique
@@ -157,6 +182,7 @@ export class PolicyService {
   private readonly defaults: PolicyDocument;
   private readonly organisationLayers = new Map<string, OrganisationLayer>();
   private readonly answers = new Map<string, { stamp: string; answer: EffectivePolicy }>();
+  private readonly latest: LatestNumbersCache | undefined;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -164,8 +190,10 @@ export class PolicyService {
     private readonly logger: Logger,
     private readonly projects: ProjectLookup,
     private readonly jsonLimits: JsonLimits,
-    defaults: PolicyDocument = DEFAULT_POLICY,
+    options: PolicyServiceOptions = {},
   ) {
+    const defaults = options.defaults ?? DEFAULT_POLICY;
+    this.latest = options.latestNumbers;
     this.store = new PolicyStore(dataSource);
     const problem = check(validateDocument, defaults, 'defaults');
     // The defaults ship with the code: a broken one is a build mistake, not an operating condition.
@@ -175,20 +203,34 @@ export class PolicyService {
 
   /** Entries of the bounded answer caches (at most 10 000 each). */
   cacheSizes(): Record<string, number> {
-    return { policyAnswers: this.answers.size, policyLayers: this.organisationLayers.size };
+    return { policyAnswers: this.answers.size, policyLayers: this.organisationLayers.size, ...(this.latest ? { policyLatestNumbers: this.latest.size } : {}) };
   }
 
   /** The policy a workbench of the organisation (in the project, when named) enforces. */
   async effective(organisationId: string, projectId?: string): Promise<EffectivePolicy> {
     if (projectId !== undefined) await this.projects.get(organisationId, projectId);
-    const latest = await this.store.latestNumbers(organisationId, projectId);
     const key = `${organisationId}/${projectId ?? ''}`;
+    const latest = await this.latestNumbers(key, organisationId, projectId);
     const stamp = `${latest.organisation ?? '-'}/${latest.project ?? '-'}`;
     const cached = this.answers.get(key);
     if (cached?.stamp === stamp) return cached.answer;
     const answer = await this.build(this.store, organisationId, projectId, latest);
     remember(this.answers, key, { stamp, answer });
     return answer;
+  }
+
+  /** The newest publish numbers of the scope: from the cache while nothing was published. */
+  private async latestNumbers(key: string, organisationId: string, projectId: string | undefined): Promise<LatestNumbers> {
+    const cache = this.latest;
+    if (!cache?.enabled) return this.store.latestNumbers(organisationId, projectId);
+    const due = cache.fresh();
+    if (due) await due;
+    const known = cache.get(key);
+    if (known) return known;
+    const generation = cache.begin();
+    const latest = await this.store.latestNumbers(organisationId, projectId);
+    cache.set(key, latest, generation);
+    return latest;
   }
 
   /**
