@@ -24,7 +24,7 @@ import { WebSessions } from './modules/devices/page-session.js';
 import { OrganisationSignIn } from './modules/devices/page-sign-in.js';
 import type { TokenResolver } from './auth/resolver.js';
 import type { Config } from './config.js';
-import { errorHandler, hoistedHeaders, notFoundHandler, requestId, requestLogger } from './http/edge.js';
+import { errorHandler, hoistedHeaders, inSequence, notFoundHandler, requestId, requestLogger } from './http/edge.js';
 import { buildOpenApi } from './http/openapi.js';
 import { originEdge, serviceOrigin } from './http/origin.js';
 import { defineRoute, RouteRegistry, type DeploymentProfile } from './http/route.js';
@@ -279,31 +279,36 @@ export function buildApp(deps: AppDependencies): Platform {
   app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'simple');
 
-  // Edge: request id, logs, security headers, body limits.
-  app.use(requestId());
-  app.use(requestLogger(logger));
-  app.use(metrics.requestMetrics());
-  // An API answers JSON: nothing may load, nothing may frame it, nothing may sniff it; HTTPS is
-  // sticky. Headers that only matter to HTML pages in old browsers (DNS prefetch, IE download
-  // options, Flash cross-domain, XSS auditor, origin-agent clustering) are left out of every
-  // answer; the approval page sets its own page headers.
-  // Helmet's headers do not depend on the request: recorded once at start-up, set by one function.
-  app.use(
-    hoistedHeaders(helmet({
-      contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
-      crossOriginOpenerPolicy: false,
-      originAgentCluster: false,
-      xDnsPrefetchControl: false,
-      xDownloadOptions: false,
-      xPermittedCrossDomainPolicies: false,
-      xXssProtection: false,
-    })),
-  );
-  // The one trusted origin of the request, settled before anything reads a host (400 otherwise).
-  app.use(originEdge(config.baseUrl));
-  // CORS_ALLOWED_ORIGINS: CORS headers and preflights for the listed console origins only.
+  // Edge: request id, logs, metrics, security headers, the trusted origin, CORS; run as one layer
+  // (inSequence), in this order, on every request.
   const corsLayer = corsEdge(config.corsAllowedOrigins);
-  if (corsLayer) app.use(corsLayer);
+  app.use(
+    inSequence([
+      requestId(),
+      requestLogger(logger),
+      metrics.requestMetrics(),
+      // An API answers JSON: nothing may load, nothing may frame it, nothing may sniff it; HTTPS is
+      // sticky. Headers that only matter to HTML pages in old browsers (DNS prefetch, IE download
+      // options, Flash cross-domain, XSS auditor, origin-agent clustering) are left out of every
+      // answer; the approval page sets its own page headers.
+      // Helmet's headers do not depend on the request: recorded once at start-up, set by one function.
+      hoistedHeaders(
+        helmet({
+          contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+          crossOriginOpenerPolicy: false,
+          originAgentCluster: false,
+          xDnsPrefetchControl: false,
+          xDownloadOptions: false,
+          xPermittedCrossDomainPolicies: false,
+          xXssProtection: false,
+        }),
+      ),
+      // The one trusted origin of the request, settled before anything reads a host (400 otherwise).
+      originEdge(config.baseUrl),
+      // CORS_ALLOWED_ORIGINS: CORS headers and preflights for the listed console origins only.
+      ...(corsLayer ? [corsLayer] : []),
+    ]),
+  );
   // Prometheus scrapes at any host name (a pod address): beside the API, before tenancy and rate
   // limits, outside the OpenAPI document; METRICS_TOKEN protects it (src/metrics.ts).
   app.all('/metrics', metrics.endpoint(config.metricsToken));

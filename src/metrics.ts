@@ -201,6 +201,12 @@ export class Metrics {
  */
 function routeTemplate(req: Request): string {
   const route = (req as { route?: { path?: unknown } }).route;
-  if (route && typeof route.path === 'string') return `${req.baseUrl}${route.path}`.replace(/:(\w+)/g, '{$1}');
-  return 'unmatched';
+  if (!route || typeof route.path !== 'string') return 'unmatched';
+  // Express's Route object lives as long as the app: its template is written once.
+  const known = templates.get(route);
+  if (known !== undefined && known.baseUrl === req.baseUrl) return known.template;
+  const template = `${req.baseUrl}${route.path}`.replace(/:(\w+)/g, '{$1}');
+  templates.set(route, { baseUrl: req.baseUrl, template });
+  return template;
 }
+const templates = new WeakMap<object, { baseUrl: string; template: string }>();

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Request } from 'express';
 import type { AuthCache } from './auth-cache.js';
 import { notFound, unauthorized } from '../http/errors.js';
@@ -35,7 +35,7 @@ export class CloudSessionResolver implements TokenResolver {
   async resolve(credential: Credential, req: Request): Promise<Resolved> {
     const header = req.headers[ORGANISATION_HEADER];
     // One SHA-256 of the token: the stored hash, and with the header the cache key.
-    const tokenHash = createHash('sha256').update(credential.token, 'utf8').digest('hex');
+    const tokenHash = hash('sha256', credential.token, 'hex');
     const key = this.cache?.enabled ? `${tokenHash}\n${typeof header === 'string' ? header.trim() : header === undefined ? '-' : '?'}` : undefined;
     if (key !== undefined) {
       await this.cache!.fresh();

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Request } from 'express';
 import type { DeviceRecord } from '../modules/devices/entities.js';
 import type { OrganisationRecord } from '../modules/organisation/entities.js';
@@ -76,7 +76,7 @@ export class DeviceTokenResolver implements TokenResolver {
     const challenge = credential.scheme === 'dpop' ? DPOP_CHALLENGE : BEARER_CHALLENGE;
     // One SHA-256 of the token: its hex is the stored hash (and the cache key), its base64url the
     // `ath` a DPoP proof must carry.
-    const digest = createHash('sha256').update(credential.token, 'utf8').digest();
+    const digest = hash('sha256', credential.token, 'buffer');
     const found = await this.lookUp(digest.toString('hex'));
     if (!found) throw unauthorized('the access token is not valid', challenge);
     const { device } = found;

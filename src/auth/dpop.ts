@@ -1,4 +1,4 @@
-import { createHash, createHmac, createPublicKey, randomBytes, timingSafeEqual, verify as verifySignature, type KeyObject } from 'node:crypto';
+import { createHash, createHmac, createPublicKey, hash, randomBytes, timingSafeEqual, verify as verifySignature, type KeyObject } from 'node:crypto';
 import type { Request } from 'express';
 import type { JWK, JWTPayload } from 'jose';
 import { requestOrigin } from '../http/origin.js';
@@ -66,7 +66,7 @@ export interface VerifiedProof {
 }
 
 function sha256base64url(value: string): string {
-  return createHash('sha256').update(value, 'ascii').digest('base64url');
+  return hash('sha256', value, 'base64url');
 }
 
 /** scheme://host[:port]/path, lower-case scheme and host, default port dropped; no query or fragment. */

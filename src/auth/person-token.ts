@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Request } from 'express';
 import type { AuthCache } from './auth-cache.js';
 import { PersonTokenError, peekIssuer, type OrganisationOidcVerifier } from '../../adapters/identity/organisation-oidc.js';
@@ -42,7 +42,7 @@ export class PersonTokenResolver implements TokenResolver {
   }
 
   async resolve(credential: Credential, req: Request): Promise<Resolved> {
-    const key = this.cache?.enabled ? createHash('sha256').update(credential.token, 'utf8').digest('hex') : undefined;
+    const key = this.cache?.enabled ? hash('sha256', credential.token, 'hex') : undefined;
     if (key !== undefined) {
       await this.cache!.fresh();
       const hit = this.cache!.get(key);

@@ -7,6 +7,46 @@ import { ApiError, clientErrorOf, notFound, sendJson, unavailable } from './erro
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/**
+ * Runs `layers` one after the other as one Express layer, as a router would run them at one path
+ * (an error, thrown or passed to `next`, or a rejected promise goes to `next` and skips the rest),
+ * without a router's per-layer work (path matching, parameter processing): the edge's steps and
+ * each route's chain run on every request. `next('route')` and `next('router')` are not
+ * supported and are refused as errors; nothing here uses them.
+ */
+export function inSequence(layers: readonly RequestHandler[]): RequestHandler {
+  const list = [...layers];
+  if (list.length === 1) return list[0]!;
+  return (req: Request, res: Response, next: NextFunction) => {
+    let index = 0;
+    const step = (error?: unknown): void => {
+      if (error !== undefined && error !== null) {
+        next(error === 'route' || error === 'router' ? new Error(`inSequence: next('${error}') is not supported`) : error);
+        return;
+      }
+      const layer = list[index++];
+      if (layer === undefined) {
+        next();
+        return;
+      }
+      // One call per layer: a layer calling `next` twice must not run the rest twice.
+      let called = false;
+      const once = (value?: unknown): void => {
+        if (called) return;
+        called = true;
+        step(value);
+      };
+      try {
+        const result = layer(req, res, once as NextFunction) as unknown;
+        if (result instanceof Promise) result.catch((failure: unknown) => once(failure ?? new Error('rejected')));
+      } catch (failure) {
+        once(failure);
+      }
+    };
+    step();
+  };
+}
+
 /** `X-Request-Id`: a well-formed one from the caller is kept, anything else replaced; always echoed. */
 export function requestId(): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {

@@ -1,4 +1,4 @@
-import type { NextFunction, Request, RequestHandler, Response, Router } from 'express';
+import { Router as newRouter, type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { FromSchema } from 'json-schema-to-ts';
 import { match, type MatchFunction } from 'path-to-regexp';
@@ -7,6 +7,7 @@ import type { Deployment } from '../config.js';
 import type { OrganisationRecord } from '../modules/organisation/entities.js';
 import { isErrorCode, type ErrorCode } from './error-codes.js';
 import { ApiError, invalidRequest, methodNotAllowed, payloadTooLarge, sendJson, sendSerialisedJson, unsupportedMediaType } from './errors.js';
+import { inSequence } from './edge.js';
 import { boundedBody, type JsonLimits } from './json-bounds.js';
 import type { RateLimitRule } from './rate-limit.js';
 import { compile, describeError, errorBodySchema, type Schema } from './schema.js';
@@ -316,6 +317,12 @@ export interface RouteLayers {
 
 const DEFAULT_MEDIA_TYPES = ['application/json'] as const;
 
+/** What Express's path matching ignores (case; one trailing slash), for the own routers' map. */
+function ownRouterKey(path: string): string {
+  const lower = path.toLowerCase();
+  return lower.length > 1 && lower.endsWith('/') ? lower.slice(0, -1) : lower;
+}
+
 function expressPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ':$1');
 }
@@ -410,6 +417,27 @@ export class RouteRegistry {
    */
   mount(router: Router, layers: RouteLayers, profile: DeploymentProfile): void {
     this.profile = profile;
+    // A path without parameters that no parameterised route also matches (any method) gets a
+    // router of its own, found by one map look-up instead of a walk past every route before it
+    // (a workbench polls `GET /policy/v1` all day). Its own last layer answers 405 as the shared
+    // one below would; the map key is what Express's matching ignores (case, one trailing
+    // slash), and the path's router still matches the path itself, so what answers a request is
+    // what would have answered it without the map.
+    const parameterised = this.matchers.filter((m) => this.mounted(m.route) && m.route.path.includes('{'));
+    const ownRouters = new Map<string, Router>();
+    const ownRouter = (route: RouteDefinition): Router | undefined => {
+      if (route.path.includes('{') || parameterised.some((m) => m.match(route.path) !== false)) return undefined;
+      const key = ownRouterKey(route.path);
+      let own = ownRouters.get(key);
+      if (!own) ownRouters.set(key, (own = newRouter()));
+      return own;
+    };
+    // First in the router: the map filled below.
+    router.use((req: Request, res: Response, next: NextFunction) => {
+      const own = ownRouters.get(ownRouterKey(req.path));
+      if (own) own(req, res, next);
+      else next();
+    });
     for (const route of this.routes) {
       if (!this.mounted(route)) continue;
       const chain: RequestHandler[] = [];
@@ -430,7 +458,10 @@ export class RouteRegistry {
       // that takes no body refuses one whatever it holds.)
       if (route.schemas.body) chain.push(boundedBody({ ...layers.defaultJsonLimits, ...route.jsonLimits }));
       chain.push(this.handle(route));
-      router[route.method](expressPath(route.path), ...chain);
+      (ownRouter(route) ?? router)[route.method](expressPath(route.path), inSequence(chain));
+    }
+    for (const own of ownRouters.values()) {
+      own.use((req: Request, _res: Response, next: NextFunction) => next(methodNotAllowed(this.allowedMethods(req.path))));
     }
     router.use((req: Request, _res: Response, next: NextFunction) => {
       const allowed = this.allowedMethods(req.path);

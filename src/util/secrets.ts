@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** A random secret of `bytes` bytes, base64url, behind its prefix (`platform_at_…`). */
 export function newSecret(prefix: string, bytes = 32): string {
@@ -7,7 +7,7 @@ export function newSecret(prefix: string, bytes = 32): string {
 
 /** Secrets are stored only as this hash (hex SHA-256); the secret itself never reaches storage. */
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 /** Constant-time comparison of two strings, safe for secrets and their hashes. */

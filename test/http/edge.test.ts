@@ -77,6 +77,23 @@ describe('edge', () => {
     expect(onPost.headers.allow).toBe('POST');
   });
 
+  it("matches a path as Express's router does, whether or not the path has a router of its own: case, one trailing slash", async () => {
+    // `/healthz` and `/policy/v1` are found through the own routers' map (route.ts `mount`);
+    // `/platform/v1/projects/{projectId}` through the shared router.
+    for (const path of ['/healthz', '/HEALTHZ', '/healthz/', '/HealthZ/']) {
+      expect({ path, status: (await request(platform.app).get(path)).status }).toEqual({ path, status: 200 });
+    }
+    for (const path of ['/healthz//', '/health%7A', '/healthz/x', '//healthz']) {
+      expect({ path, status: (await request(platform.app).get(path)).status }).toEqual({ path, status: 404 });
+    }
+    for (const path of ['/policy/v1', '/POLICY/v1/', '/platform/v1/projects/prj_x', '/PLATFORM/v1/Projects/prj_x/']) {
+      const res = await request(platform.app).get(path).set('Host', host);
+      expect({ path, status: res.status, error: res.body.error }).toEqual({ path, status: 401, error: 'unauthorized' });
+      const refused = await request(platform.app).options(path).set('Host', host);
+      expect({ path, status: refused.status, error: refused.body.error }).toEqual({ path, status: 405, error: 'method_not_allowed' });
+    }
+  });
+
   it('answers 405 with Allow on the approval pages too, as a page', async () => {
     const res = await request(platform.app).post('/device').set('Host', host);
     expect(res.status).toBe(405);
