@@ -40,7 +40,7 @@ export interface SoakResult {
   achievedRate: number;
   p50Ms: number;
   p99Ms: number;
-  memory: { name: string; pid: number; startKb: number; warmKb: number; midKb: number; endKb: number; samples: number[]; growth: number }[];
+  memory: { name: string; pid: number; startKb: number; warmKb: number; midKb: number; endKb: number; samples: number[]; growth: number; heap: string[] }[];
 }
 
 type Kind = 'policy (Bearer)' | 'policy (DPoP)' | 'organisation (person)' | 'ingest';
@@ -54,6 +54,21 @@ export function residentKb(pid: number): number {
   const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
   if (!match) throw new Error(`no VmRSS for pid ${pid}`);
   return Number(match[1]);
+}
+
+/**
+ * The V8 heap of a replica as its own `/metrics` reports it (prom-client's process metrics,
+ * `nodejs_heap_size_used_bytes` and `…_total_bytes`), MB: what separates a leak (used grows) from
+ * V8 sizing its heap up under load (total grows, used does not).
+ */
+async function heapOf(origin: string): Promise<{ usedMb: number; totalMb: number } | undefined> {
+  try {
+    const text = await (await fetch(`${origin}/metrics`)).text();
+    const read = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN) / 1024 / 1024;
+    return { usedMb: read('nodejs_heap_size_used_bytes'), totalMb: read('nodejs_heap_size_total_bytes') };
+  } catch {
+    return undefined;
+  }
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -163,7 +178,16 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     // otherwise a request sent on a socket the server is closing at that moment is reset.
     for (const _ of replicas) agents.push(new Agent({ keepAlive: true, maxSockets: 64, timeout: 4_000 }));
 
-    const memory = replicas.map((replica) => ({ name: replica.name, pid: replica.pid, startKb: residentKb(replica.pid), warmKb: 0, midKb: 0, endKb: 0, samples: [] as number[], growth: 0 }));
+    const memory = replicas.map((replica) => ({ name: replica.name, pid: replica.pid, startKb: residentKb(replica.pid), warmKb: 0, midKb: 0, endKb: 0, samples: [] as number[], growth: 0, heap: [] as string[] }));
+    const heapReading = async (label: string) => {
+      await Promise.all(
+        replicas.map(async (replica, index) => {
+          const heap = await heapOf(replica.origin);
+          memory[index]!.heap.push(`${label} ${heap ? `${heap.usedMb.toFixed(1)}/${heap.totalMb.toFixed(1)}` : '?'}`);
+        }),
+      );
+    };
+    await heapReading('start');
     const warmupSeconds = Math.max(1, Math.round(options.seconds / 6));
     log(`soak: ${options.seconds} s at ${options.rate} requests/s over ${replicas.length} replicas (MariaDB ${database.name}, Redis ${options.redis}), mix per 10: 3 policy Bearer, 2 policy DPoP, 3 organisation (person token), 2 ingest (10 events each); warm-up ${warmupSeconds} s`);
     const latencies: number[] = [];
@@ -186,10 +210,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       if (!warmSampled && elapsed >= warmupSeconds * 1000) {
         warmSampled = true;
         memory.forEach((entry) => (entry.warmKb = residentKb(entry.pid)));
+        void heapReading('after warm-up');
       }
       if (!midSampled && elapsed >= durationMs / 2) {
         midSampled = true;
         memory.forEach((entry) => (entry.midKb = residentKb(entry.pid)));
+        void heapReading('half-way');
       }
       const due = Math.floor((elapsed / 1000) * options.rate);
       while (sent < due) {
@@ -212,6 +238,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     }
     const elapsedSeconds = (performance.now() - started) / 1000;
     await Promise.all(inFlight);
+    await heapReading('end');
     // Growth after warm-up: the median of the last warm-up-long stretch of samples against the
     // median of the stretch right after the warm-up.
     const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
@@ -240,6 +267,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       log(
         `${entry.name} (pid ${entry.pid}) resident: start ${mb(entry.startKb)}, after warm-up (${warmupSeconds} s) ${mb(entry.warmKb)}, at ${half} s ${mb(entry.midKb)}, end ${mb(entry.endKb)}, peak ${mb(Math.max(...entry.samples))}; growth after warm-up (median of the last ${warmupSeconds} s against the ${warmupSeconds} s after warm-up) ${(entry.growth * 100).toFixed(1)}%${entry.growth > MAX_GROWTH ? ' FAIL (over 10%)' : ' (ok)'}`,
       );
+      log(`${entry.name} V8 heap used/total MB (its /metrics): ${entry.heap.join(', ')}`);
     }
     return result;
   } finally {
