@@ -449,6 +449,36 @@ describe('large event data', () => {
   });
 });
 
+describe('large envelopes (several statements per list)', () => {
+  it('stores every item of an envelope past 1,000 rows and 1 MB, once, and a retry stores nothing again', async () => {
+    const large = await startPlatform();
+    try {
+      const org = await createOrganisation(large, { name: 'Many', oidc: idp.settings({ roleClaim: 'platform_role' }) });
+      const largeHost = (await large.services.organisations.hostsOf(org.id))[0]!;
+      const person = await createPerson(large, org.id);
+      const device = await enrolDevice(large, { organisationId: org.id, personId: person.id });
+      const project = (await large.services.projects.create(org.id, { name: 'P' })).id;
+      // 2,500 small events (past 1,000 rows a statement), then 12 of 150 KB (past 1 MB of values a statement).
+      const events = Array.from({ length: 2_512 }, (_, index) => event(index + 1, index >= 2_500 ? { text: `${index} `.padEnd(150_000, 'x') } : {}));
+      const body = envelope({ projectId: project, events });
+      const send = async () => call(large, 'post', '/ingest/v1', { host: largeHost, headers: await deviceHeaders(device, 'POST', `http://${largeHost}/ingest/v1`), body });
+      const first = await send();
+      expect(first.status).toBe(200);
+      expect(first.body.accepted.events).toBe(2_512);
+      expect(first.body.cursors.events).toBe(2_512);
+      const rows = (await large.dataSource.query('SELECT seq, data FROM ingest_events WHERE device_id = ? ORDER BY seq', [device.device.id])) as { seq: number | string; data: string }[];
+      expect(rows.map((row) => Number(row.seq))).toEqual(events.map((item) => item.seq));
+      expect(rows.map((row) => JSON.parse(row.data) as unknown)).toEqual(events.map((item) => item.data));
+      const retry = await send();
+      expect(retry.status).toBe(200);
+      expect(retry.body.accepted.events).toBe(0);
+      expect(Number(((await large.dataSource.query('SELECT COUNT(*) AS n FROM ingest_events WHERE device_id = ?', [device.device.id])) as { n: number | string }[])[0]!.n)).toBe(2_512);
+    } finally {
+      await large.close();
+    }
+  });
+});
+
 describe("memory reads by the rule of the organisation's policy", () => {
   /** Which of `actions` were stored as memory reads (label only) when uploaded for `project`. */
   async function memoryReads(project: string, actions: string[]): Promise<string[]> {

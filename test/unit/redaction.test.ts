@@ -499,12 +499,25 @@ describe('walker', () => {
     });
   });
 
-  it('copies even when nothing is found', () => {
-    const input = { a: { b: [1, 'two'] } };
-    const result = redact(input);
-    expect(result).toEqual({ value: input, count: 0, kinds: [] });
-    expect(result.value).not.toBe(input);
-    expect(result.value.a.b).not.toBe(input.a.b);
+  it('copies only the containers on the way to a replacement (copy on write); the rest is the input itself', () => {
+    const clean = Object.freeze({ a: Object.freeze({ b: Object.freeze([1, 'two']) }) });
+    const result = redact(clean);
+    expect(result).toEqual({ value: clean, count: 0, kinds: [] });
+    expect(result.value).toBe(clean);
+
+    const untouched = Object.freeze({ HOME: '/home/u' });
+    const mixedInput = Object.freeze({
+      untouched,
+      list: Object.freeze(['plain', 'also plain', Object.freeze({ token: `ghp_${mixed(36)}` }), 'after']),
+    });
+    const before = JSON.stringify(mixedInput);
+    const redacted = redact(mixedInput);
+    expect(JSON.stringify(mixedInput)).toBe(before);
+    expect(redacted.value).not.toBe(mixedInput);
+    expect(redacted.value.untouched).toBe(untouched);
+    expect(redacted.value.list).not.toBe(mixedInput.list);
+    expect(redacted.value.list).toEqual(['plain', 'also plain', { token: R('github_token') }, 'after']);
+    expect(redacted.kinds).toEqual(['github_token']);
   });
 
   it('keeps primitives at the top level', () => {

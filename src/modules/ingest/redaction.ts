@@ -6,8 +6,10 @@ import { isMarker, keyRuleFor, marker, MAX_DEPTH, MIN_TEXT_LENGTH, TEXT_RULES, t
  * are replaced by `[REDACTED:<kind>]` before anything is stored or logged. The rules are in
  * `redaction-rules.ts`; this file walks values and applies them.
  *
- * - Input is JSON data (a parsed request body). The answer is a deep copy; the input is never
- *   changed. Object keys are kept as they are; only values are replaced.
+ * - Input is JSON data (a parsed request body). The input is never changed: a container with
+ *   anything replaced inside it is copied, one with nothing replaced is the answer as it is (most
+ *   events hold no credential, and a 1,000-event envelope need not be copied to find that out).
+ *   Object keys are kept as they are; only values are replaced.
  * - A string goes through every text rule (a string can hold several secrets; each is replaced).
  *   A string under a secret-like key (KEY_RULES) that the text rules did not already turn into
  *   exactly one marker is replaced whole by `[REDACTED:secret_value]`. Array items take the key of
@@ -31,7 +33,7 @@ class Findings {
   }
 
   result<T>(value: unknown): RedactionResult<T> {
-    return { value: value as T, count: this.kinds.length, kinds: [...new Set(this.kinds)].sort() };
+    return { value: value as T, count: this.kinds.length, kinds: this.kinds.length === 0 ? [] : [...new Set(this.kinds)].sort() };
   }
 }
 
@@ -79,9 +81,28 @@ function walk(value: unknown, keyRule: KeyRule | undefined, depth: number, path:
   }
   path.add(value);
   try {
-    if (Array.isArray(value)) return value.map((item: unknown) => walk(item, keyRule, depth + 1, path, findings));
+    // Copy on write: the copy starts at the first item a rule changed.
+    if (Array.isArray(value)) {
+      let copy: unknown[] | undefined;
+      for (let index = 0; index < value.length; index++) {
+        const item: unknown = value[index];
+        const next = walk(item, keyRule, depth + 1, path, findings);
+        if (copy === undefined && next !== item) copy = value.slice(0, index);
+        copy?.push(next);
+      }
+      return copy ?? value;
+    }
+    const entries = Object.entries(value);
+    let changed = false;
+    for (const entry of entries) {
+      const next = walk(entry[1], keyRuleFor(entry[0]), depth + 1, path, findings);
+      if (next !== entry[1]) {
+        entry[1] = next;
+        changed = true;
+      }
+    }
     // fromEntries defines properties, so a `__proto__` key stays a key and never becomes a prototype.
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, walk(item, keyRuleFor(key), depth + 1, path, findings)]));
+    return changed ? Object.fromEntries(entries) : value;
   } finally {
     path.delete(value);
   }

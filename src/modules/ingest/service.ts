@@ -43,17 +43,20 @@ function newest(current: string, candidates: readonly string[]): string {
   return best;
 }
 
-/** Every time the envelope asks to store is one a stored timestamp holds (util/time.ts), or 400 naming it. */
-function checkStoredTimes(envelope: IngestEnvelope): void {
-  for (const list of ['events', 'usage', 'audit'] as const) {
-    (envelope[list] ?? []).forEach((item, index) => storableInstant(item.at, `body.${list}[${index}].at`));
-  }
+/**
+ * Every time the envelope asks to store is one a stored timestamp holds (util/time.ts), or 400
+ * naming it. Answers the items' instants, read once, in the order of their lists.
+ */
+function storedTimes(envelope: IngestEnvelope): Record<'events' | 'usage' | 'audit', Date[]> {
+  const instants = (list: 'events' | 'usage' | 'audit') => (envelope[list] ?? []).map((item, index) => storableInstant(item.at, `body.${list}[${index}].at`));
+  const times = { events: instants('events'), usage: instants('usage'), audit: instants('audit') };
   (envelope.tasks ?? []).forEach((task, index) => {
     for (const name of ['createdAt', 'updatedAt', 'completedAt'] as const) {
       const value = task[name];
       if (value !== undefined && value !== null) storableInstant(value, `body.tasks[${index}].${name}`);
     }
   });
+  return times;
 }
 
 /** Which audit actions of a project's workbenches are memory reads (the policy service knows). */
@@ -80,7 +83,7 @@ export class IngestService {
     // The project's effective policy says which audit actions are memory reads. Another
     // organisation's project, or none: 404 either way (the policy service checks the project).
     const isMemoryRead = await this.policies.memoryReadRule(device.organisationId, envelope.projectId);
-    checkStoredTimes(envelope);
+    const times = storedTimes(envelope);
 
     // Redaction happens before anything is stored (or could be logged).
     const events = (envelope.events ?? []).map((event) => ({ ...event, data: redact(event.data).value }));
@@ -114,20 +117,20 @@ export class IngestService {
           const acceptedEvents = await store.insertIgnore(
             'ingest_events',
             [...common, 'seq', 'event_id', 'at', 'kind', 'data', 'received_at'],
-            events.map((e) => [...base, e.seq, e.id, t(e.at), e.kind, JSON.stringify(e.data), receivedAt]),
+            events.map((e, index) => [...base, e.seq, e.id, t(times.events[index]!), e.kind, JSON.stringify(e.data), receivedAt]),
           );
           const acceptedUsage = await store.insertIgnore(
             'ingest_usage',
             [...common, 'item_id', 'at', 'provider', 'model', 'input_tokens', 'output_tokens', 'cached_tokens', 'cost', 'received_at'],
-            usage.map((u) => [...base, u.id, t(u.at), u.provider, u.model, u.inputTokens, u.outputTokens, u.cachedTokens, Math.round(u.cost * 1e6) / 1e6, receivedAt]),
+            usage.map((u, index) => [...base, u.id, t(times.usage[index]!), u.provider, u.model, u.inputTokens, u.outputTokens, u.cachedTokens, Math.round(u.cost * 1e6) / 1e6, receivedAt]),
           );
           const acceptedAudit = await store.insertIgnore(
             'ingest_audit',
             [...common, 'item_id', 'at', 'actor', 'action', 'target', 'label', 'details', 'received_at'],
-            audit.map((a) => [
+            audit.map((a, index) => [
               ...base,
               a.id,
-              t(a.at),
+              t(times.audit[index]!),
               a.actor,
               a.action,
               a.target ?? null,

@@ -14,10 +14,41 @@ export function dialectOf(dataSource: DataSource): Dialect {
 
 /** How a timestamp is bound: better-sqlite3 binds no Date; TypeORM keeps UTC text there. */
 export function sqlTime(dialect: Dialect, date: Date): Date | string {
-  return dialect === 'sqlite' ? date.toISOString().replace('T', ' ').replace('Z', '') : date;
+  if (dialect !== 'sqlite') return date;
+  const iso = date.toISOString();
+  // `YYYY-MM-DDTHH:mm:ss.sssZ` for every stored year (1000 to 9999): two slices, no search.
+  return iso.length === 24 ? `${iso.slice(0, 10)} ${iso.slice(11, 23)}` : iso.replace('T', ' ').replace('Z', '');
 }
 
-const ROWS_PER_STATEMENT = 400;
+/**
+ * One statement holds at most this many rows (a 1,000-event envelope is one statement), with at
+ * most 16 columns that is 16,000 bound values, within SQLite's 32,766 …
+ */
+const ROWS_PER_STATEMENT = 1_000;
+/** … and at most about this many bytes of values, so that a statement stays well within MySQL's
+ * and MariaDB's `max_allowed_packet` (16 MB by default, 4 MB on older servers) whatever
+ * INGEST_MAX_BYTES allows; escaping can double a value. */
+const BYTES_PER_STATEMENT = 1024 * 1024;
+
+/** Statement texts by head and row count: a 1,000-row text is 30 KB, and most envelopes have the same size. */
+const statementTexts = new Map<string, string>();
+
+function statementText(head: string, tuple: string, rows: number): string {
+  const key = `${rows}:${head}`;
+  let text = statementTexts.get(key);
+  if (text === undefined) {
+    text = head + new Array<string>(rows).fill(tuple).join(', ');
+    if (statementTexts.size >= 64) statementTexts.clear();
+    statementTexts.set(key, text);
+  }
+  return text;
+}
+
+function approximateBytes(row: readonly unknown[]): number {
+  let bytes = 0;
+  for (const value of row) bytes += typeof value === 'string' ? value.length * 3 : 24;
+  return bytes;
+}
 
 export interface StreamKey {
   organisationId: string;
@@ -53,10 +84,20 @@ export class IngestStore {
     const verb = this.dialect === 'sqlite' ? 'INSERT OR IGNORE INTO' : 'INSERT IGNORE INTO';
     const head = `${verb} ${this.q(table)} (${columns.map(this.q).join(', ')}) VALUES `;
     const tuple = `(${columns.map(() => '?').join(', ')})`;
-    for (let start = 0; start < rows.length; start += ROWS_PER_STATEMENT) {
-      const chunk = rows.slice(start, start + ROWS_PER_STATEMENT);
-      const result = await this.runner.query(head + chunk.map(() => tuple).join(', '), chunk.flat(), true);
+    let start = 0;
+    while (start < rows.length) {
+      let end = start;
+      let bytes = 0;
+      // At least one row per statement, then as many as fit.
+      do {
+        bytes += approximateBytes(rows[end]!);
+        end += 1;
+      } while (end < rows.length && end - start < ROWS_PER_STATEMENT && bytes + approximateBytes(rows[end]!) <= BYTES_PER_STATEMENT);
+      const values: unknown[] = [];
+      for (let index = start; index < end; index++) for (const value of rows[index]!) values.push(value);
+      const result = await this.runner.query(statementText(head, tuple, end - start), values, true);
       inserted += (result as { affected?: number }).affected ?? 0;
+      start = end;
     }
     return inserted;
   }
