@@ -314,7 +314,7 @@ export function buildApp(deps: AppDependencies): Platform {
   app.all('/metrics', metrics.endpoint(config.metricsToken));
   const rateLimits = new RateLimits(redisRateLimits ? redisRateLimits.stores() : memoryStores(), config.rateLimitsEnabled);
   const router = express.Router();
-  registry.mount(
+  const parameterlessPaths = registry.mount(
     router,
     {
       rateLimit: (rule) => rateLimits.handler(rule),
@@ -335,6 +335,8 @@ export function buildApp(deps: AppDependencies): Platform {
     },
     profile,
   );
+  // Parameterless paths by one map look-up, then the router (route.ts `mount`).
+  app.use(parameterlessPaths);
   app.use(router);
   // The approval page at verification_uri: HTML pages beside the API, not in its OpenAPI document.
   const pageLogin = new OrganisationLogin({ ...config.oidc, metadataMaxAgeMs: config.oidc.jwksCacheMaxAgeMs });

@@ -1,4 +1,4 @@
-import { Router as newRouter, type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
+import type { NextFunction, Request, RequestHandler, Response, Router } from 'express';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { FromSchema } from 'json-schema-to-ts';
 import { match, type MatchFunction } from 'path-to-regexp';
@@ -317,8 +317,19 @@ export interface RouteLayers {
 
 const DEFAULT_MEDIA_TYPES = ['application/json'] as const;
 
-/** What Express's path matching ignores (case; one trailing slash), for the own routers' map. */
-function ownRouterKey(path: string): string {
+/** A parameterless path's handlers, by method (upper case), as `mount` dispatches them. */
+interface FixedPath {
+  handlers: Map<string, RequestHandler>;
+  /** `req.route` of its requests: the template (metrics). */
+  route: { readonly path: string };
+  /** `Allow` of its 405. */
+  allowed: string[];
+}
+
+const ASCII = /^[\x00-\x7f]*$/;
+
+/** What Express's path matching ignores (case; one trailing slash), for the map of parameterless paths. */
+function fixedPathKey(path: string): string {
   const lower = path.toLowerCase();
   return lower.length > 1 && lower.endsWith('/') ? lower.slice(0, -1) : lower;
 }
@@ -415,29 +426,20 @@ export class RouteRegistry {
    * before the routes, and only from an origin CORS_ALLOWED_ORIGINS lists);
    * anything else falls through to 404.
    */
-  mount(router: Router, layers: RouteLayers, profile: DeploymentProfile): void {
+  mount(router: Router, layers: RouteLayers, profile: DeploymentProfile): RequestHandler {
     this.profile = profile;
-    // A path without parameters that no parameterised route also matches (any method) gets a
-    // router of its own, found by one map look-up instead of a walk past every route before it
-    // (a workbench polls `GET /policy/v1` all day). Its own last layer answers 405 as the shared
-    // one below would; the map key is what Express's matching ignores (case, one trailing
-    // slash), and the path's router still matches the path itself, so what answers a request is
-    // what would have answered it without the map.
+    // A path without parameters that no parameterised route also matches (any method) is found by
+    // one map look-up, before the router, instead of a walk past every route before it (a
+    // workbench polls `GET /policy/v1` all day); the router holds the parameterised routes.
     const parameterised = this.matchers.filter((m) => this.mounted(m.route) && m.route.path.includes('{'));
-    const ownRouters = new Map<string, Router>();
-    const ownRouter = (route: RouteDefinition): Router | undefined => {
+    const fixed = new Map<string, FixedPath>();
+    const fixedPath = (route: RouteDefinition): FixedPath | undefined => {
       if (route.path.includes('{') || parameterised.some((m) => m.match(route.path) !== false)) return undefined;
-      const key = ownRouterKey(route.path);
-      let own = ownRouters.get(key);
-      if (!own) ownRouters.set(key, (own = newRouter()));
-      return own;
+      const key = fixedPathKey(route.path);
+      let entry = fixed.get(key);
+      if (!entry) fixed.set(key, (entry = { handlers: new Map(), route: Object.freeze({ path: route.path }), allowed: [] }));
+      return entry;
     };
-    // First in the router: the map filled below.
-    router.use((req: Request, res: Response, next: NextFunction) => {
-      const own = ownRouters.get(ownRouterKey(req.path));
-      if (own) own(req, res, next);
-      else next();
-    });
     for (const route of this.routes) {
       if (!this.mounted(route)) continue;
       const chain: RequestHandler[] = [];
@@ -458,15 +460,37 @@ export class RouteRegistry {
       // that takes no body refuses one whatever it holds.)
       if (route.schemas.body) chain.push(boundedBody({ ...layers.defaultJsonLimits, ...route.jsonLimits }));
       chain.push(this.handle(route));
-      (ownRouter(route) ?? router)[route.method](expressPath(route.path), inSequence(chain));
+      const entry = fixedPath(route);
+      if (entry) entry.handlers.set(route.method.toUpperCase(), inSequence(chain));
+      else router[route.method](expressPath(route.path), inSequence(chain));
     }
-    for (const own of ownRouters.values()) {
-      own.use((req: Request, _res: Response, next: NextFunction) => next(methodNotAllowed(this.allowedMethods(req.path))));
-    }
+    for (const [key, entry] of fixed) entry.allowed = this.allowedMethods(key);
     router.use((req: Request, _res: Response, next: NextFunction) => {
       const allowed = this.allowedMethods(req.path);
       next(allowed.length ? methodNotAllowed(allowed) : undefined);
     });
+    // Matched as Express matches a literal path: ASCII letters in any case, one trailing slash
+    // or none (a non-ASCII character never matches an ASCII one in Express's case-insensitive
+    // pattern, so such a path goes on to the router, where nothing matches it either).
+    return (req: Request, res: Response, next: NextFunction) => {
+      const path = req.path;
+      const entry = fixed.get(fixedPathKey(path));
+      if (entry === undefined || !ASCII.test(path)) {
+        next();
+        return;
+      }
+      // HEAD is answered by GET (Node sends no body), as Express's routes do.
+      const handler = entry.handlers.get(req.method) ?? (req.method === 'HEAD' ? entry.handlers.get('GET') : undefined);
+      if (!handler) {
+        next(methodNotAllowed(entry.allowed));
+        return;
+      }
+      // What Express's router sets: the route that answers (metrics label it by its template)
+      // and the path's parameters (none).
+      (req as { route?: unknown }).route = entry.route;
+      req.params = {};
+      handler(req, res, next);
+    };
   }
 
   private handle(route: RouteDefinition): RequestHandler {

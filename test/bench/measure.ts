@@ -1,9 +1,12 @@
+import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import type { RequestShape, Scenario } from './scenarios.js';
 
 export interface LoadOptions {
   connections: number;
   durationSeconds: number;
+  /** The server's process: its CPU time over the run is read from /proc (Linux). */
+  serverPid?: number;
 }
 
 export interface Measurement {
@@ -16,7 +19,24 @@ export interface Measurement {
   errors: number;
   timeouts: number;
   statusCodes: Record<string, number>;
+  /** Server CPU time (user + system) per answered request, µs; undefined without /proc. */
+  serverCpuMicros?: number;
 }
+
+/** User + system CPU time of a process so far, µs (/proc/<pid>/stat, in clock ticks of 10 ms). */
+export function cpuMicros(pid: number): number | undefined {
+  try {
+    // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
+    return (Number(fields[11]) + Number(fields[12])) * (1e6 / CLOCK_TICKS_PER_SECOND);
+  } catch {
+    return undefined;
+  }
+}
+/** sysconf(_SC_CLK_TCK): 100 on Linux builds for every architecture Node runs on. */
+const CLOCK_TICKS_PER_SECOND = 100;
 
 let current: autocannon.Instance | undefined;
 
@@ -54,8 +74,10 @@ export async function load(scenario: Scenario, origin: string, options: LoadOpti
     );
   });
   current = instance;
+  const cpuBefore = options.serverPid === undefined ? undefined : cpuMicros(options.serverPid);
   try {
     const result = await finished;
+    const cpuAfter = options.serverPid === undefined ? undefined : cpuMicros(options.serverPid);
     const statusCodes: Record<string, number> = {};
     for (const [code, stat] of Object.entries(result.statusCodeStats ?? {})) statusCodes[code] = stat.count ?? 0;
     return {
@@ -68,6 +90,7 @@ export async function load(scenario: Scenario, origin: string, options: LoadOpti
       errors: result.errors,
       timeouts: result.timeouts,
       statusCodes,
+      ...(cpuBefore !== undefined && cpuAfter !== undefined && result.requests.total > 0 ? { serverCpuMicros: (cpuAfter - cpuBefore) / result.requests.total } : {}),
     };
   } finally {
     current = undefined;

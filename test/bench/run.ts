@@ -174,12 +174,17 @@ function ratioOf(outcome: Outcome, bareRuns: Measurement[]): number | undefined 
 }
 
 function formatTable(outcomes: Outcome[], bareRuns: Measurement[], costs: CryptoCosts | undefined): string {
-  const rows = [['scenario', 'req/s', 'p50 ms', 'p99 ms', 'p99≤3×p50', 'vs bare', 'limit', 'target', 'target met', 'answers', 'result']];
+  const rows = [['scenario', 'req/s', 'p50 ms', 'p99 ms', 'p99≤3×p50', 'vs bare', 'limit', 'target', 'target met', 'CPU µs/req', 'CPU vs bare', 'answers', 'result']];
   const bareRate = bareRuns.length ? median(bareRuns.map((run) => run.requestsPerSecond)) : undefined;
+  const cpuOf = (runs: Measurement[]) => {
+    const values = runs.map((run) => run.serverCpuMicros).filter((value): value is number => value !== undefined);
+    return values.length ? median(values) : undefined;
+  };
+  const bareCpu = cpuOf(bareRuns);
   for (const outcome of outcomes) {
     const { scenario, measurement, problem } = outcome;
     if (!measurement) {
-      rows.push([scenario.name, '-', '-', '-', '-', '-', '-', '-', '-', '-', 'FAILED']);
+      rows.push([scenario.name, '-', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-', 'FAILED']);
       continue;
     }
     const p50 = median(outcome.runs.map((run) => run.p50));
@@ -202,6 +207,8 @@ function formatTable(outcomes: Outcome[], bareRuns: Measurement[], costs: Crypto
       limit !== undefined ? `${limit.toFixed(3)}x` : '-',
       scenario.goal !== undefined ? `${scenario.goal.toFixed(2)}x` : '-',
       met,
+      cpuOf(outcome.runs)?.toFixed(0) ?? '-',
+      bareCpu !== undefined && cpuOf(outcome.runs) ? `${(bareCpu / cpuOf(outcome.runs)!).toFixed(3)}x` : '-',
       String(outcome.runs.reduce((sum, run) => sum + run.total, 0)),
       problem ? 'FAILED' : 'ok',
     ]);
@@ -431,7 +438,7 @@ async function main(): Promise<number> {
         else warmupRate = warmup.requestsPerSecond;
       }
       scenario.beforePhase?.({ name: 'measurement', seconds: options.durationSeconds, expectedRate: warmupRate ?? baselineRate });
-      const measurement = await load(scenario, origin, { connections: options.connections, durationSeconds: options.durationSeconds });
+      const measurement = await load(scenario, origin, { connections: options.connections, durationSeconds: options.durationSeconds, serverPid: servers[scenario.target]!.pid });
       const problem = problemWith(measurement);
       if (problem) problems.push(problem);
       log(`${measurement.requestsPerSecond.toFixed(0)} req/s${problems.length ? ' FAILED' : ''}`);
@@ -542,6 +549,7 @@ async function main(): Promise<number> {
     log('');
     log(`req/s, p50, p99: medians of ${options.runs} run(s); vs bare = median over the runs of (requests/s of the scenario / requests/s of "${baselineScenario?.name ?? 'none'}" in the same run)`);
     log('p99≤3×p50: the latency target of issue 13 for every HTTP scenario');
+    log("CPU µs/req: the server process's CPU time (user + system, /proc) over the measured phase per answered request, median of the runs; CPU vs bare: the bare handler's CPU µs/req over the scenario's, the ratio a server with a core of its own would reach (here the load generator shares the two cores)");
     log('limit = the ratio of an ideal server doing only the bare handler plus the unavoidable work, 1 / (1 + bare req/s × Σ cost µs / 1e6) (limits.ts):');
     for (const outcome of outcomes) {
       const { ops } = outcome.scenario;
