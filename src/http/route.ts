@@ -326,7 +326,8 @@ interface FixedPath {
   allowed: string[];
 }
 
-const ASCII = /^[\x00-\x7f]*$/;
+/** No character past U+007F (a request path's characters are all below U+0100). */
+const NON_ASCII = /[\u0080-\uffff]/;
 
 /** What Express's path matching ignores (case; one trailing slash), for the map of parameterless paths. */
 function fixedPathKey(path: string): string {
@@ -475,7 +476,7 @@ export class RouteRegistry {
     return (req: Request, res: Response, next: NextFunction) => {
       const path = req.path;
       const entry = fixed.get(fixedPathKey(path));
-      if (entry === undefined || !ASCII.test(path)) {
+      if (entry === undefined || NON_ASCII.test(path)) {
         next();
         return;
       }
