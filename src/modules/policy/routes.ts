@@ -187,7 +187,7 @@ export function policyRoutes(policies: PolicyService, options: PolicyRouteOption
       operationId: 'publishOrganisationPolicy',
       summary: "Publish the organisation's policy",
       description:
-        "Owners and admins publish the whole document; it applies to every workbench from their next request. Kept as a new revision unless it equals the one that applies (then nothing is stored and the answer says `changed: false`). A document that does not validate is refused (400 naming the field) and the previous one stays. With `If-Match` (the ETag of `GET /policy/v1`) the publish is made only over that revision: 412 otherwise, so two people editing at once cannot overwrite each other. Answers the organisation's effective policy.",
+        "Owners and admins publish the whole document; it applies to every workbench from its next request to this replica, and within a second on every other replica (at once with Redis). Kept as a new revision unless it equals the one that applies (then nothing is stored and the answer says `changed: false`). A document that does not validate is refused (400 naming the field) and the previous one stays. With `If-Match` (the ETag of `GET /policy/v1`) the publish is made only over that revision: 412 otherwise, so two people editing at once cannot overwrite each other. Answers the organisation's effective policy.",
       tag: 'Policy',
       extension: true,
       tenant: true,
