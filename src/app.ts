@@ -172,7 +172,14 @@ export function buildApp(deps: AppDependencies): Platform {
     stillValid: async (owner) => (await deviceTokens.resolveAccessToken(owner.accessToken))?.device.id === owner.deviceId,
   });
   const upgrades = new RelayUpgrades();
-  const metrics = new Metrics({ dataSource, redis: deps.redis, relayConnections: () => relay.size });
+  const cacheSizes = () => ({
+    deviceTokens: deviceCache.size,
+    personTokens: personCache.size,
+    cloudSessions: sessionCache.size,
+    policyLatestNumbers: policyNumbersCache.size,
+    ...policies.cacheSizes(),
+  });
+  const metrics = new Metrics({ dataSource, redis: deps.redis, relayConnections: () => relay.size, cacheSizes });
 
   // Cloud sign-in: identity providers, mail, sessions.
   const mailer: Mailer = config.mail.smtpUrl ? new SmtpMailer(config.mail.smtpUrl, config.mail.from) : new OutboxMailer(config.mail.outboxDir, config.mail.from, clock);
@@ -371,12 +378,7 @@ export function buildApp(deps: AppDependencies): Platform {
       await revocations.stop();
       await relay.stop();
     },
-    cacheSizes: () => ({
-      deviceTokens: deviceCache.size,
-      personTokens: personCache.size,
-      cloudSessions: sessionCache.size,
-      ...policies.cacheSizes(),
-    }),
+    cacheSizes,
     revocations,
   };
 }

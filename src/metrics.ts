@@ -56,6 +56,8 @@ export interface MetricsSources {
   dataSource: DataSource;
   redis?: Redis | undefined;
   relayConnections: () => number;
+  /** Entries held now by each bounded in-process cache, by name (their bounds are in config). */
+  cacheSizes?: () => Record<string, number>;
 }
 
 export class Metrics {
@@ -100,6 +102,18 @@ export class Metrics {
         this.set(sources.relayConnections());
       },
     });
+    const cacheSizes = sources.cacheSizes;
+    if (cacheSizes) {
+      new Gauge({
+        name: 'platform_cache_entries',
+        help: 'Entries held by each bounded in-process cache of this replica (deviceTokens, personTokens, cloudSessions: AUTH_CACHE_MAX_ENTRIES each; policyLatestNumbers likewise; policyAnswers, policyLayers: 10 000 each).',
+        labelNames: ['cache'],
+        registers,
+        collect() {
+          for (const [cache, entries] of Object.entries(cacheSizes())) this.set({ cache }, entries);
+        },
+      });
+    }
     const driver = sources.dataSource.options.type;
     new Gauge({
       name: 'platform_database_info',

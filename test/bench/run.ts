@@ -29,8 +29,8 @@
  *
  * The soak (`--only soak`, soak.ts): two replicas on MariaDB and Redis at a fixed rate
  * (BENCH_SOAK_RATE, 200/s) for BENCH_SOAK_SECONDS (or --duration when given; default 60 s):
- * achieved rate, errors (must be 0), p50/p99, resident memory of each replica (growth after
- * warm-up at most 10%).
+ * achieved rate, errors (must be 0), p50/p99, resident memory and V8 heap of each replica, its
+ * cache entries, and its live heap after a full collection (growth after warm-up at most 10%).
  *
  * Exits non-zero when any scenario saw a non-2xx answer or a connection error, or an ingest path
  * failed or left a row count different from what it sent, so a broken path never passes for a
@@ -671,7 +671,7 @@ async function main(): Promise<number> {
   for (const result of failedRelay) for (const server of result.servers ?? []) if (server.stderr().trim()) process.stderr.write(`--- ${server.name} stderr ---\n${server.stderr()}\n`);
   if (svg?.problem) process.stderr.write(`bench: FAILED svg pictures: ${svg.problem}\n`);
   if (workers && !workers.ok) process.stderr.write(`bench: FAILED workers: ${workers.runs.map((run) => run.problem).filter(Boolean).join('; ')}\n`);
-  if (soak && !soak.ok) process.stderr.write(`bench: FAILED soak: ${soak.errors} errors, resident memory growth ${soak.memory.map((m) => `${(m.growth * 100).toFixed(1)}%`).join(', ')}\n`);
+  if (soak && !soak.ok) process.stderr.write(`bench: FAILED soak: ${soak.errors} errors, live heap growth ${soak.memory.map((m) => (m.liveGrowth === undefined ? 'unknown' : `${(m.liveGrowth * 100).toFixed(1)}%`)).join(', ')}\n`);
   const anyFailed = failed.length > 0 || failedIngest.length > 0 || failedRelay.length > 0 || svg?.problem !== undefined || (soak !== undefined && !soak.ok) || (workers !== undefined && !workers.ok);
   for (const server of Object.values(servers)) {
     if (anyFailed && server.stderr().trim()) process.stderr.write(`--- ${server.name} stderr ---\n${server.stderr()}\n`);

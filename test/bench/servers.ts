@@ -49,6 +49,11 @@ export interface ChildServer {
   pid: number;
   /** The last few kilobytes the child wrote to stderr (shown when something goes wrong). */
   stderr(): string;
+  /**
+   * The V8 heap still in use after a full collection, bytes: asked of the child over its IPC
+   * channel (only platform-server.ts answers; undefined otherwise or after 15 s).
+   */
+  liveHeap(): Promise<number | undefined>;
   stop(): Promise<void>;
   kill(): void;
 }
@@ -94,6 +99,21 @@ export async function startChild(options: StartOptions): Promise<ChildServer> {
     origin,
     pid: child.pid ?? -1,
     stderr: () => stderr,
+    liveHeap: () =>
+      new Promise<number | undefined>((resolve) => {
+        const timer = setTimeout(() => finish(undefined), 15_000);
+        const onMessage = (message: unknown) => {
+          const answer = message as { type?: unknown; bytes?: unknown } | null;
+          if (answer?.type === 'live-heap' && typeof answer.bytes === 'number') finish(answer.bytes);
+        };
+        function finish(bytes: number | undefined) {
+          clearTimeout(timer);
+          child.off('message', onMessage);
+          resolve(bytes);
+        }
+        child.on('message', onMessage);
+        if (!child.connected || !child.send({ type: 'live-heap' })) finish(undefined);
+      }),
     kill: () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     },

@@ -15,8 +15,13 @@ import { freePort, startChild, type ChildServer } from './servers.js';
  * request is sent when its time comes, whether or not the earlier ones were answered) with a mix
  * of policy reads (Bearer and DPoP device tokens), organisation reads (person token) and ingest
  * envelopes, spread over both replicas. Prints the achieved rate, the errors (any answer other than
- * 2xx, or none; must be 0), p50 and p99, and the resident memory (VmRSS) of each replica at the
- * start, after warm-up, half-way and at the end; the growth after warm-up must stay within 10%.
+ * 2xx, or none; must be 0), p50 and p99, and per replica: the resident memory (VmRSS) at the
+ * start, after warm-up, half-way and at the end, its V8 heap (used/total, from its /metrics) at
+ * the same points, the entries of its bounded caches (`platform_cache_entries`), and its live heap
+ * after a full collection right after warm-up and at the end (asked over the child's IPC channel,
+ * platform-server.ts). The live heap must not grow by more than 10% after warm-up: that is what a
+ * leak makes grow. Resident memory also counts garbage V8 has not collected yet (it defers major
+ * collections while the heap is far below its limit), so its growth is printed beside it.
  */
 
 export interface SoakOptions {
@@ -40,7 +45,24 @@ export interface SoakResult {
   achievedRate: number;
   p50Ms: number;
   p99Ms: number;
-  memory: { name: string; pid: number; startKb: number; warmKb: number; midKb: number; endKb: number; samples: number[]; growth: number; heap: string[] }[];
+  memory: {
+    name: string;
+    pid: number;
+    startKb: number;
+    warmKb: number;
+    midKb: number;
+    endKb: number;
+    samples: number[];
+    /** Resident memory, median of the last stretch against the stretch right after warm-up. */
+    growth: number;
+    heap: string[];
+    caches: string[];
+    /** Live heap after a full collection, bytes: right after warm-up and at the end. */
+    liveWarm: number | undefined;
+    liveEnd: number | undefined;
+    /** The live heap's growth after warm-up (the leak bound); undefined when it could not be read. */
+    liveGrowth: number | undefined;
+  }[];
 }
 
 type Kind = 'policy (Bearer)' | 'policy (DPoP)' | 'organisation (person)' | 'ingest';
@@ -61,11 +83,12 @@ export function residentKb(pid: number): number {
  * `nodejs_heap_size_used_bytes` and `…_total_bytes`), MB: what separates a leak (used grows) from
  * V8 sizing its heap up under load (total grows, used does not).
  */
-async function heapOf(origin: string): Promise<{ usedMb: number; totalMb: number } | undefined> {
+async function heapOf(origin: string): Promise<{ usedMb: number; totalMb: number; caches: string } | undefined> {
   try {
     const text = await (await fetch(`${origin}/metrics`)).text();
     const read = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN) / 1024 / 1024;
-    return { usedMb: read('nodejs_heap_size_used_bytes'), totalMb: read('nodejs_heap_size_total_bytes') };
+    const caches = [...text.matchAll(/^platform_cache_entries\{cache="(\w+)"\} (\S+)$/gm)].map(([, name, entries]) => `${name} ${entries}`).join(', ');
+    return { usedMb: read('nodejs_heap_size_used_bytes'), totalMb: read('nodejs_heap_size_total_bytes'), caches };
   } catch {
     return undefined;
   }
@@ -178,12 +201,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     // otherwise a request sent on a socket the server is closing at that moment is reset.
     for (const _ of replicas) agents.push(new Agent({ keepAlive: true, maxSockets: 64, timeout: 4_000 }));
 
-    const memory = replicas.map((replica) => ({ name: replica.name, pid: replica.pid, startKb: residentKb(replica.pid), warmKb: 0, midKb: 0, endKb: 0, samples: [] as number[], growth: 0, heap: [] as string[] }));
+    const memory = replicas.map((replica) => ({ name: replica.name, pid: replica.pid, startKb: residentKb(replica.pid), warmKb: 0, midKb: 0, endKb: 0, samples: [] as number[], growth: 0, heap: [] as string[], caches: [] as string[], liveWarm: undefined as number | undefined, liveEnd: undefined as number | undefined, liveGrowth: undefined as number | undefined }));
     const heapReading = async (label: string) => {
       await Promise.all(
         replicas.map(async (replica, index) => {
           const heap = await heapOf(replica.origin);
           memory[index]!.heap.push(`${label} ${heap ? `${heap.usedMb.toFixed(1)}/${heap.totalMb.toFixed(1)}` : '?'}`);
+          memory[index]!.caches.push(`${label}: ${heap?.caches || '?'}`);
         }),
       );
     };
@@ -211,6 +235,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
         warmSampled = true;
         memory.forEach((entry) => (entry.warmKb = residentKb(entry.pid)));
         void heapReading('after warm-up');
+        // A full collection in each replica (a pause of a few ms; the answers wait for it).
+        void Promise.all(replicas.map((replica) => replica.liveHeap())).then((bytes) => bytes.forEach((value, index) => (memory[index]!.liveWarm = value)));
       }
       if (!midSampled && elapsed >= durationMs / 2) {
         midSampled = true;
@@ -239,6 +265,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     const elapsedSeconds = (performance.now() - started) / 1000;
     await Promise.all(inFlight);
     await heapReading('end');
+    (await Promise.all(replicas.map((replica) => replica.liveHeap()))).forEach((value, index) => (memory[index]!.liveEnd = value));
     // Growth after warm-up: the median of the last warm-up-long stretch of samples against the
     // median of the stretch right after the warm-up.
     const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
@@ -247,11 +274,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       const early = median(entry.samples.slice(warmupSeconds, 2 * warmupSeconds));
       const late = median(entry.samples.slice(-warmupSeconds));
       entry.growth = early ? (late - early) / early : 0;
+      entry.liveGrowth = entry.liveWarm && entry.liveEnd !== undefined ? (entry.liveEnd - entry.liveWarm) / entry.liveWarm : undefined;
     });
     latencies.sort((a, b) => a - b);
     const errors = [...failures.values()].reduce((sum, n) => sum + n, 0);
     const result: SoakResult = {
-      ok: errors === 0 && memory.every((entry) => entry.growth <= MAX_GROWTH),
+      ok: errors === 0 && memory.every((entry) => entry.liveGrowth !== undefined && entry.liveGrowth <= MAX_GROWTH),
       sent,
       errors,
       achievedRate: latencies.length / elapsedSeconds,
@@ -265,9 +293,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     const half = Math.round(options.seconds / 2);
     for (const entry of memory) {
       log(
-        `${entry.name} (pid ${entry.pid}) resident: start ${mb(entry.startKb)}, after warm-up (${warmupSeconds} s) ${mb(entry.warmKb)}, at ${half} s ${mb(entry.midKb)}, end ${mb(entry.endKb)}, peak ${mb(Math.max(...entry.samples))}; growth after warm-up (median of the last ${warmupSeconds} s against the ${warmupSeconds} s after warm-up) ${(entry.growth * 100).toFixed(1)}%${entry.growth > MAX_GROWTH ? ' FAIL (over 10%)' : ' (ok)'}`,
+        `${entry.name} (pid ${entry.pid}) resident: start ${mb(entry.startKb)}, after warm-up (${warmupSeconds} s) ${mb(entry.warmKb)}, at ${half} s ${mb(entry.midKb)}, end ${mb(entry.endKb)}, peak ${mb(Math.max(...entry.samples))}; growth after warm-up (median of the last ${warmupSeconds} s against the ${warmupSeconds} s after warm-up) ${(entry.growth * 100).toFixed(1)}%${entry.growth > MAX_GROWTH ? ' (over 10%: see the live heap)' : ''}`,
       );
       log(`${entry.name} V8 heap used/total MB (its /metrics): ${entry.heap.join(', ')}`);
+      const live = (bytes: number | undefined) => (bytes === undefined ? '?' : mb(bytes / 1024));
+      log(
+        `${entry.name} live heap after a full collection: after warm-up ${live(entry.liveWarm)}, end ${live(entry.liveEnd)}; growth ${entry.liveGrowth === undefined ? 'unknown FAIL' : `${(entry.liveGrowth * 100).toFixed(1)}%${entry.liveGrowth > MAX_GROWTH ? ' FAIL (over 10%)' : ' (ok)'}`}`,
+      );
+      log(`${entry.name} cache entries (platform_cache_entries): ${entry.caches.join('; ')}`);
     }
     return result;
   } finally {

@@ -159,6 +159,19 @@ describe('GET /metrics without METRICS_TOKEN', () => {
     expect(delta({ kind: 'audit', outcome: 'stored' })).toBe(0);
   });
 
+  it('shows the entries of each bounded in-process cache', async () => {
+    const { families } = await scrape(platform);
+    const caches = ['deviceTokens', 'personTokens', 'cloudSessions', 'policyLatestNumbers', 'policyAnswers', 'policyLayers'];
+    for (const cache of caches) expect(value(families, 'platform_cache_entries', { cache })).toBe(platform.cacheSizes()[cache]);
+    expect(Object.keys(platform.cacheSizes()).sort()).toEqual([...caches].sort());
+    // A policy poll with a device token fills the device token and publish number caches.
+    const url = `http://${host}/policy/v1`;
+    expect((await call(platform, 'get', '/policy/v1', { host, headers: await deviceHeaders(device, 'GET', url) })).status).toBe(200);
+    const after = (await scrape(platform)).families;
+    expect(value(after, 'platform_cache_entries', { cache: 'deviceTokens' })).toBeGreaterThan(0);
+    expect(value(after, 'platform_cache_entries', { cache: 'policyLatestNumbers' })).toBeGreaterThan(0);
+  });
+
   it('shows the relay connections this replica holds', async () => {
     const server = await listen(platform);
     try {
