@@ -13,13 +13,18 @@ import { personHeaders, twoOrganisations } from '../support/organisations.js';
 import type { TestPlatform } from '../support/platform.js';
 import { RedisServer } from '../support/redis-server.js';
 import { LoggedService } from '../support/service-process.js';
+import { DEFAULT_POLICY } from '../../policies/default-policy.js';
+import { CLI_ACTOR } from '../../src/audit.js';
+import { mergeOverride } from '../../src/modules/policy/merge.js';
 
 /**
  * Two replicas of the real service (processes of src/main.ts on their own loopback ports) sharing
  * one MariaDB database and one Redis (a redis-server of this test's own): what one replica saw or
  * changed binds the other. A DPoP proof used at one is a replay at the other; an address's rate
  * limit counts requests to both; a refresh token rotated at one is a reused one at the other; a
- * device revoked through one is refused by the other within a second. (An MCP call reaching the
+ * device revoked through one is refused by the other within a second; a policy published through
+ * one is served by the other at once (Redis), and one published by another process without Redis
+ * (the command line) within a second. (An MCP call reaching the
  * workbench connected to the other replica: test/services/relay-replicas.test.ts.)
  */
 
@@ -140,5 +145,46 @@ describe('two replicas sharing MariaDB and Redis', () => {
     while (answer.status === 200 && Date.now() - at < 1_500);
     expect(answer).toMatchObject({ status: 401, body: { error: 'unauthorized' } });
     expect(Date.now() - at).toBeLessThan(1_000);
+  });
+
+  it('serve at one replica a policy published through the other at once, and one published by the command line within a second', async () => {
+    const device = await newDevice();
+    const bearer = { Authorization: `Bearer ${device.tokens.access_token}` };
+    /** Polls replica 1 until it serves `revision`; answers how long that took (ms). */
+    const servedWithin = async (revision: string): Promise<number> => {
+      const at = Date.now();
+      let answer: Answer;
+      do answer = await send(1, 'GET', '/policy/v1', bearer);
+      while (answer.status === 200 && answer.body.revision !== revision && Date.now() - at < 3_000);
+      expect(answer).toMatchObject({ status: 200, body: { revision } });
+      return Date.now() - at;
+    };
+    // Replica 1 holds the current numbers in its cache (two polls, the second from the cache).
+    const before = await send(1, 'GET', '/policy/v1', bearer);
+    expect(before.status).toBe(200);
+    expect((await send(1, 'GET', '/policy/v1', bearer)).body.revision).toBe(before.body.revision);
+    const metrics = await new Promise<string>((resolve, reject) => {
+      request({ host: '127.0.0.1', port: replicas[1]!.port, path: '/metrics' }, (res) => {
+        let data = '';
+        res.on('data', (chunk: Buffer) => (data += chunk.toString('utf8')));
+        res.on('end', () => resolve(data));
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(Number(/^platform_cache_entries\{cache="policyLatestNumbers"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(0);
+
+    const published = await send(0, 'PUT', '/policy/v1/organisation', await personHeaders(idp, 'admin'), mergeOverride(DEFAULT_POLICY, { network: { denyHosts: ['replica-0.example.test'] } }));
+    expect(published.status).toBe(200);
+    expect(published.body.revision).not.toBe(before.body.revision);
+    // Through Redis: as soon as the message arrives (well under the counter's second).
+    expect(await servedWithin(published.body.revision as string)).toBeLessThan(1_000);
+
+    // Another process without Redis (the seeder here, `platform policy publish` in production):
+    // only the revocation counter, read at most once a second, tells the replicas.
+    const outcome = await seeder.services.policies.publishOrganisation(organisationId, CLI_ACTOR, mergeOverride(DEFAULT_POLICY, { network: { denyHosts: ['command-line.example.test'] } }));
+    expect(outcome.changed).toBe(true);
+    // A second, plus the time of the polls themselves.
+    expect(await servedWithin(outcome.revision)).toBeLessThan(1_500);
   });
 });
