@@ -27,7 +27,9 @@ import type { Clock } from '../util/clock.js';
  * - **Races.** A request that read the database before a revocation committed must not store what
  *   it read after the caches were dropped: `generation` moves on every drop, and a cache stores an
  *   entry only if the generation it started with is still current. Inside a transaction the
- *   caches are dropped once at the change and once more at its commit.
+ *   caches of this process are dropped at the change, and at the commit once more, when the
+ *   counter moves and the other replicas are told (once: nothing is published for a change they
+ *   cannot see yet); a rollback drops this process's caches again and tells nobody else.
  */
 
 /** Per table: the columns whose change ends nothing (an update touching only these is ignored). */
@@ -47,7 +49,12 @@ const WATCHED_INSERTS: ReadonlySet<string> = new Set(['policy_revisions']);
 
 export const REVOCATION_TABLE = 'auth_revocations';
 
-type Listener = () => void;
+/**
+ * Told of a watched change: `committed` when other processes can see it now (outside a
+ * transaction, or at its commit), false while it is uncommitted or was rolled back, when only
+ * this process (which may read its own transaction's rows on SQLite) has anything to forget.
+ */
+type Listener = (committed: boolean) => void;
 const listeners = new WeakMap<DataSource, Set<Listener>>();
 /** Query runners inside a transaction that changed something watched, to signal at commit. */
 const pending = new WeakSet<QueryRunner>();
@@ -67,10 +74,10 @@ async function bumpCounter(dataSource: DataSource, runner: QueryRunner | undefin
   }
 }
 
-function notify(dataSource: DataSource): void {
+function notify(dataSource: DataSource, committed: boolean): void {
   for (const listener of listeners.get(dataSource) ?? []) {
     try {
-      listener();
+      listener(committed);
     } catch {
       // one listener's failure does not keep the others from dropping their caches
     }
@@ -86,11 +93,12 @@ function relevant(table: string, changed: object | undefined): boolean {
 }
 
 async function changed(dataSource: DataSource, runner: QueryRunner | undefined): Promise<void> {
-  notify(dataSource);
   if (runner?.isTransactionActive) {
+    notify(dataSource, false);
     pending.add(runner);
     return;
   }
+  notify(dataSource, true);
   await bumpCounter(dataSource, runner);
 }
 
@@ -117,7 +125,7 @@ export class RevocationSubscriber implements EntitySubscriberInterface {
     // A nested transaction (a savepoint) commits into its parent: wait for the outermost.
     if (runner.isTransactionActive) return;
     pending.delete(runner);
-    notify(event.connection);
+    notify(event.connection, true);
     await bumpCounter(event.connection, runner);
   }
 
@@ -125,8 +133,9 @@ export class RevocationSubscriber implements EntitySubscriberInterface {
     if (event.queryRunner.isTransactionActive || !pending.has(event.queryRunner)) return;
     pending.delete(event.queryRunner);
     // On SQLite this process reads through the transaction's connection and may have cached what
-    // it wrote (a publish that lost its race): forget that too. Nothing reached other processes.
-    notify(event.connection);
+    // it wrote (a publish that lost its race): forget that too. Nothing reached other processes,
+    // so nothing is published to them.
+    notify(event.connection, false);
   }
 }
 // What the `@EventSubscriber()` decorator does (this code base uses no decorators): a class in a
@@ -170,10 +179,11 @@ export class AuthRevocations {
     private readonly clock: Clock,
     private readonly redis?: Redis,
   ) {
-    this.unlisten = onLocalRevocation(dataSource, () => {
+    this.unlisten = onLocalRevocation(dataSource, (committed) => {
       this.drop();
-      // Fire and forget: a replica that misses it still reads the counter within a second.
-      this.redis?.publish(REVOCATION_CHANNEL, this.id).catch(() => undefined);
+      // Other replicas are told once, when they can see the change. Fire and forget: a replica
+      // that misses it still reads the counter within a second.
+      if (committed) this.redis?.publish(REVOCATION_CHANNEL, this.id).catch(() => undefined);
     });
   }
 

@@ -269,6 +269,39 @@ describe('another instance on the same database', () => {
     expect(await policyRead(a, host, device)).toBe(401);
   });
 
+  it('tells the other replicas of a change once, at its commit, and nothing of one rolled back', async () => {
+    const person = await createPerson(asTestPlatform(a), organisation.id);
+    const device = await enrolDevice(asTestPlatform(a), { organisationId: organisation.id, personId: person.id });
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
+    await settle();
+
+    // Rolled back: this replica forgets its caches (it may have read its own uncommitted rows),
+    // the other hears nothing.
+    let [aBefore, bBefore] = [a.platform.revocations.generation, b.platform.revocations.generation];
+    await expect(
+      a.dataSource.transaction(async (manager) => {
+        await manager.getRepository(DeviceEntity).update({ id: device.device.id }, { revokedAt: new Date() });
+        throw new Error('rolled back on purpose');
+      }),
+    ).rejects.toThrow('rolled back on purpose');
+    await settle();
+    expect(a.platform.revocations.generation).toBeGreaterThan(aBefore);
+    expect(b.platform.revocations.generation).toBe(bBefore);
+    expect(await policyRead(a, host, device)).toBe(200);
+
+    // Committed inside a transaction: one message to the other replica, at the commit.
+    [aBefore, bBefore] = [a.platform.revocations.generation, b.platform.revocations.generation];
+    await a.dataSource.transaction(async (manager) => {
+      await manager.getRepository(DeviceEntity).update({ id: device.device.id }, { revokedAt: new Date() });
+      await settle();
+      expect(b.platform.revocations.generation).toBe(bBefore);
+    });
+    expect(await within(1_000, async () => b.platform.revocations.generation === bBefore + 1)).toBe(true);
+    await settle();
+    expect(b.platform.revocations.generation).toBe(bBefore + 1);
+    expect(await policyRead(b, host, device)).toBe(401);
+  });
+
   it('never keeps an entry longer than AUTH_CACHE_MAX_AGE_SECONDS, nor past the token', async () => {
     const person = await createPerson(asTestPlatform(a), organisation.id);
     const device = await enrolDevice(asTestPlatform(a), { organisationId: organisation.id, personId: person.id });
