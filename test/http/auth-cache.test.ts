@@ -277,7 +277,8 @@ describe('another instance on the same database', () => {
 
     // Rolled back: this replica forgets its caches (it may have read its own uncommitted rows),
     // the other hears nothing.
-    let [aBefore, bBefore] = [a.platform.revocations.generation, b.platform.revocations.generation];
+    const aBefore = a.platform.revocations.generation;
+    let bBefore = b.platform.revocations.generation;
     await expect(
       a.dataSource.transaction(async (manager) => {
         await manager.getRepository(DeviceEntity).update({ id: device.device.id }, { revokedAt: new Date() });
@@ -290,7 +291,7 @@ describe('another instance on the same database', () => {
     expect(await policyRead(a, host, device)).toBe(200);
 
     // Committed inside a transaction: one message to the other replica, at the commit.
-    [aBefore, bBefore] = [a.platform.revocations.generation, b.platform.revocations.generation];
+    bBefore = b.platform.revocations.generation;
     await a.dataSource.transaction(async (manager) => {
       await manager.getRepository(DeviceEntity).update({ id: device.device.id }, { revokedAt: new Date() });
       await settle();
