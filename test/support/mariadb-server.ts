@@ -1,9 +1,9 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn, spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { freePort } from './redis-server.js';
+import { ServerProcess } from './server-process.js';
 
 /**
  * A mariadbd process of a test's own: its own free loopback port and data directory (made with
@@ -15,11 +15,11 @@ import { freePort } from './redis-server.js';
 const MARIADBD = process.env.TEST_MARIADBD ?? '/usr/sbin/mariadbd';
 const INSTALL_DB = process.env.TEST_MARIADB_INSTALL_DB ?? 'mariadb-install-db';
 
-export class MariaDbServer {
-  private process: ChildProcess | undefined;
-  private readonly dir = mkdtempSync(join(tmpdir(), 'platform-mariadb-'));
+export class MariaDbServer extends ServerProcess {
 
-  private constructor(readonly port: number) {}
+  private constructor(port: number) {
+    super(port, 'platform-mariadb-');
+  }
 
   /** A server with a fresh data directory on a free port, running. */
   static async create(): Promise<MariaDbServer> {
@@ -99,21 +99,5 @@ export class MariaDbServer {
     } finally {
       await connection.end();
     }
-  }
-
-  /** Stops the server (SIGKILL: as abrupt as a crash; InnoDB recovers at the next start) and waits until it is gone. */
-  async stop(): Promise<void> {
-    const child = this.process;
-    if (!child) return;
-    this.process = undefined;
-    await new Promise<void>((resolve) => {
-      child.once('exit', () => resolve());
-      child.kill('SIGKILL');
-    });
-  }
-
-  async close(): Promise<void> {
-    await this.stop();
-    rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -1,8 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { ServerProcess } from './server-process.js';
 
 /**
  * A redis-server process of a test's own: its own free port and data directory, nothing saved,
@@ -20,11 +18,11 @@ export async function freePort(): Promise<number> {
   return address.port;
 }
 
-export class RedisServer {
-  private process: ChildProcess | undefined;
-  private readonly dir = mkdtempSync(join(tmpdir(), 'platform-redis-'));
+export class RedisServer extends ServerProcess {
 
-  private constructor(readonly port: number) {}
+  private constructor(port: number) {
+    super(port, 'platform-redis-');
+  }
 
   /** A server on a free port; `running: false` only reserves the port (Redis down from the start). */
   static async create(options: { running?: boolean } = {}): Promise<RedisServer> {
@@ -69,21 +67,5 @@ export class RedisServer {
         }
       });
     });
-  }
-
-  /** Stops the server (SIGKILL: as abrupt as a crash) and waits until it is gone. */
-  async stop(): Promise<void> {
-    const child = this.process;
-    if (!child) return;
-    this.process = undefined;
-    await new Promise<void>((resolve) => {
-      child.once('exit', () => resolve());
-      child.kill('SIGKILL');
-    });
-  }
-
-  async close(): Promise<void> {
-    await this.stop();
-    rmSync(this.dir, { recursive: true, force: true });
   }
 }
