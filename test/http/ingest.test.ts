@@ -428,36 +428,38 @@ describe('identities, times and fields stored as sent (both databases)', () => {
   });
 });
 
+/** A platform of its own with the default ingest limits (this file's one keeps them small), one
+ * organisation, a device and a project; closed after `use`. */
+async function withDefaultLimits(name: string, use: (setting: { platform: TestPlatform; host: string; device: EnrolledDevice; projectId: string }) => Promise<void>): Promise<void> {
+  const large = await startPlatform();
+  try {
+    const org = await createOrganisation(large, { name, oidc: idp.settings({ roleClaim: 'platform_role' }) });
+    const largeHost = (await large.services.organisations.hostsOf(org.id))[0]!;
+    const person = await createPerson(large, org.id);
+    const device = await enrolDevice(large, { organisationId: org.id, personId: person.id });
+    const project = (await large.services.projects.create(org.id, { name: 'P' })).id;
+    await use({ platform: large, host: largeHost, device, projectId: project });
+  } finally {
+    await large.close();
+  }
+}
+
 describe('large event data', () => {
   it('is stored whole, not cut at 64 KB, and reads back', async () => {
-    const large = await startPlatform();
-    try {
-      const org = await createOrganisation(large, { name: 'Large', oidc: idp.settings({ roleClaim: 'platform_role' }) });
-      const largeHost = (await large.services.organisations.hostsOf(org.id))[0]!;
-      const person = await createPerson(large, org.id);
-      const device = await enrolDevice(large, { organisationId: org.id, personId: person.id });
-      const project = (await large.services.projects.create(org.id, { name: 'P' })).id;
+    await withDefaultLimits('Large', async ({ platform: large, host: largeHost, device, projectId: project }) => {
       const text = 'word '.repeat(20_000);
       const body = { ...envelope({ projectId: project, events: [event(1, { text })] }) };
       const res = await call(large, 'post', '/ingest/v1', { host: largeHost, headers: await deviceHeaders(device, 'GET', ''), body });
       expect(res.status).toBe(200);
       const [row] = (await large.dataSource.query('SELECT data FROM ingest_events WHERE device_id = ?', [device.device.id])) as { data: string }[];
       expect(JSON.parse(row!.data).text).toBe(text);
-    } finally {
-      await large.close();
-    }
+    });
   });
 });
 
 describe('large envelopes (several statements per list)', () => {
   it('stores every item of an envelope past 1,000 rows and 1 MB, once, and a retry stores nothing again', async () => {
-    const large = await startPlatform();
-    try {
-      const org = await createOrganisation(large, { name: 'Many', oidc: idp.settings({ roleClaim: 'platform_role' }) });
-      const largeHost = (await large.services.organisations.hostsOf(org.id))[0]!;
-      const person = await createPerson(large, org.id);
-      const device = await enrolDevice(large, { organisationId: org.id, personId: person.id });
-      const project = (await large.services.projects.create(org.id, { name: 'P' })).id;
+    await withDefaultLimits('Many', async ({ platform: large, host: largeHost, device, projectId: project }) => {
       // 2,500 small events (past 1,000 rows a statement), then 12 of 150 KB (past 1 MB of values a statement).
       const events = Array.from({ length: 2_512 }, (_, index) => event(index + 1, index >= 2_500 ? { text: `${index} `.padEnd(150_000, 'x') } : {}));
       const body = envelope({ projectId: project, events });
@@ -473,9 +475,7 @@ describe('large envelopes (several statements per list)', () => {
       expect(retry.status).toBe(200);
       expect(retry.body.accepted.events).toBe(0);
       expect(Number(((await large.dataSource.query('SELECT COUNT(*) AS n FROM ingest_events WHERE device_id = ?', [device.device.id])) as { n: number | string }[])[0]!.n)).toBe(2_512);
-    } finally {
-      await large.close();
-    }
+    });
   });
 });
 
