@@ -1,4 +1,4 @@
-import type { EntityManager } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { buildApp, type Platform } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createDataSource } from '../../src/db/data-source.js';
@@ -69,13 +69,24 @@ export async function enrol(
   return { deviceId: record.id, accessToken: tokens.access_token, tokenType: tokens.token_type };
 }
 
-export async function seedPlatform(request: SeedRequest): Promise<Seeded> {
-  const config = loadConfig(request.env);
+/**
+ * Migrates the database `env` names, builds the platform on it (as the service would) and hands
+ * both to `seed`; the connection is closed afterwards, whatever happens.
+ */
+export async function withSeedingPlatform<T>(env: Record<string, string>, seed: (platform: Platform, dataSource: DataSource) => Promise<T>): Promise<T> {
+  const config = loadConfig(env);
   const dataSource = createDataSource(config.database);
   await dataSource.initialize();
   try {
     await dataSource.runMigrations({ transaction: 'each' });
-    const platform = buildApp({ config, dataSource, clock: systemClock, logger: createLogger('silent') });
+    return await seed(buildApp({ config, dataSource, clock: systemClock, logger: createLogger('silent') }), dataSource);
+  } finally {
+    await dataSource.destroy();
+  }
+}
+
+export async function seedPlatform(request: SeedRequest): Promise<Seeded> {
+  return withSeedingPlatform(request.env, async (platform, dataSource) => {
     const organisation = await platform.services.organisations.create({
       name: 'Bench organisation',
       kind: 'enterprise',
@@ -111,27 +122,18 @@ export async function seedPlatform(request: SeedRequest): Promise<Seeded> {
       }
       return { organisationId: organisation.id, projectId: project.id, ...(policy ? { policy } : {}), ingest };
     });
-  } finally {
-    await dataSource.destroy();
-  }
+  });
 }
 
 /** A Cloud platform's database: a person signed in by email (a session, as `mintSession` in the
  * tests makes one), the owner of a team the session names with `X-Platform-Organisation`. */
 export async function seedCloud(env: Record<string, string>): Promise<{ accessToken: string; organisationId: string }> {
-  const config = loadConfig(env);
-  const dataSource = createDataSource(config.database);
-  await dataSource.initialize();
-  try {
-    await dataSource.runMigrations({ transaction: 'each' });
-    const platform = buildApp({ config, dataSource, clock: systemClock, logger: createLogger('silent') });
+  return withSeedingPlatform(env, async (platform, dataSource) => {
     const email = 'bench@example.test';
     const { personId, methodId } = await platform.services.signIn.resolvePerson('email', { subject: email, email, emailVerified: true, name: 'Bench person' }, undefined);
     const team = await platform.services.organisations.create({ name: 'Bench team', kind: 'team' });
     await platform.services.organisations.setRole(team.id, personId, 'owner');
     const tokens = await dataSource.transaction((manager) => platform.services.sessions.start(manager, { id: newId('ses'), personId, client: 'console', signInMethodId: methodId }));
     return { accessToken: tokens.access_token, organisationId: team.id };
-  } finally {
-    await dataSource.destroy();
-  }
+  });
 }

@@ -4,14 +4,10 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { WebSocket } from 'ws';
-import { buildApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
-import { createDataSource } from '../../src/db/data-source.js';
-import { createLogger } from '../../src/logger.js';
 import { MembershipEntity, PersonEntity } from '../../src/modules/organisation/entities.js';
 import { systemClock } from '../../src/util/clock.js';
 import { newId } from '../../src/util/ids.js';
-import { enrol } from './fixtures.js';
+import { enrol, withSeedingPlatform } from './fixtures.js';
 import { createMariadbDatabase } from './ingest.js';
 import { freePort, startChild, type ChildServer } from './servers.js';
 
@@ -73,12 +69,7 @@ interface SeededRelay {
 
 /** One organisation served at 127.0.0.1, a person, a project and a workbench, written straight into the database. */
 async function seed(env: Record<string, string>): Promise<SeededRelay> {
-  const config = loadConfig(env);
-  const dataSource = createDataSource(config.database);
-  await dataSource.initialize();
-  try {
-    await dataSource.runMigrations({ transaction: 'each' });
-    const platform = buildApp({ config, dataSource, clock: systemClock, logger: createLogger('silent') });
+  return withSeedingPlatform(env, async (platform, dataSource) => {
     const organisation = await platform.services.organisations.create({ name: 'Relay bench', kind: 'enterprise', hosts: ['127.0.0.1'] });
     const person = { id: newId('usr'), name: 'Bench person', email: 'relay-bench@example.test', createdAt: systemClock.now() };
     await dataSource.manager.insert(PersonEntity, person);
@@ -88,9 +79,7 @@ async function seed(env: Record<string, string>): Promise<SeededRelay> {
       enrol(manager, platform, { organisationId: organisation.id, personId: person.id, name: 'Relay bench workbench', workspaceId: 'ws-relay-bench', dpopJkt: null }),
     );
     return { accessToken: device.accessToken, projectId: project.id };
-  } finally {
-    await dataSource.destroy();
-  }
+  });
 }
 
 async function registerRun(origin: string, seeded: SeededRelay): Promise<{ url: string; token: string }> {
