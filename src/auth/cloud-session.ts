@@ -1,6 +1,6 @@
-import { hash } from 'node:crypto';
 import type { Request } from 'express';
 import type { AuthCache } from './auth-cache.js';
+import { hashSecret } from '../util/secrets.js';
 import { notFound, unauthorized } from '../http/errors.js';
 import type { OrganisationService } from '../modules/organisation/service.js';
 import { SESSION_ACCESS_PREFIX, type CloudSessions } from '../modules/signin/sessions.js';
@@ -35,7 +35,7 @@ export class CloudSessionResolver implements TokenResolver {
   async resolve(credential: Credential, req: Request): Promise<Resolved> {
     const header = req.headers[ORGANISATION_HEADER];
     // One SHA-256 of the token: the stored hash, and with the header the cache key.
-    const tokenHash = hash('sha256', credential.token, 'hex');
+    const tokenHash = hashSecret(credential.token);
     const key = this.cache?.enabled ? `${tokenHash}\n${typeof header === 'string' ? header.trim() : header === undefined ? '-' : '?'}` : undefined;
     if (key !== undefined) {
       await this.cache!.fresh();

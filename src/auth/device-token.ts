@@ -1,8 +1,8 @@
-import { hash } from 'node:crypto';
 import type { Request } from 'express';
 import type { DeviceRecord } from '../modules/devices/entities.js';
 import type { OrganisationRecord } from '../modules/organisation/entities.js';
 import type { AuthCache } from './auth-cache.js';
+import { hashSecret } from '../util/secrets.js';
 import { ApiError, unauthorized } from '../http/errors.js';
 import type { OrganisationService } from '../modules/organisation/service.js';
 import { ACCESS_TOKEN_PREFIX, type DeviceTokenService } from '../modules/devices/tokens.js';
@@ -74,10 +74,10 @@ export class DeviceTokenResolver implements TokenResolver {
 
   async resolve(credential: Credential, req: Request): Promise<Resolved> {
     const challenge = credential.scheme === 'dpop' ? DPOP_CHALLENGE : BEARER_CHALLENGE;
-    // One SHA-256 of the token: its hex is the stored hash (and the cache key), its base64url the
-    // `ath` a DPoP proof must carry.
-    const digest = hash('sha256', credential.token, 'buffer');
-    const found = await this.lookUp(digest.toString('hex'));
+    // One SHA-256 of the token: the stored hash (hashSecret, hex) is the cache key, and the same
+    // bytes in base64url the `ath` a DPoP proof must carry.
+    const tokenHash = hashSecret(credential.token);
+    const found = await this.lookUp(tokenHash);
     if (!found) throw unauthorized('the access token is not valid', challenge);
     const { device } = found;
     // Self-hosted: another organisation's token is refused like an unknown one, before any proof
@@ -94,7 +94,7 @@ export class DeviceTokenResolver implements TokenResolver {
           method: req.method,
           url: requestHtu(req),
           accessToken: credential.token,
-          accessTokenHash: digest.toString('base64url'),
+          accessTokenHash: Buffer.from(tokenHash, 'hex').toString('base64url'),
           boundJkt: device.dpopJkt,
         });
       } catch (error) {

@@ -1,6 +1,6 @@
-import { hash } from 'node:crypto';
 import type { Request } from 'express';
 import type { AuthCache } from './auth-cache.js';
+import { hashSecret } from '../util/secrets.js';
 import { PersonTokenError, peekIssuer, type OrganisationOidcVerifier } from '../../adapters/identity/organisation-oidc.js';
 import { unauthorized } from '../http/errors.js';
 import type { OrganisationService } from '../modules/organisation/service.js';
@@ -42,7 +42,7 @@ export class PersonTokenResolver implements TokenResolver {
   }
 
   async resolve(credential: Credential, req: Request): Promise<Resolved> {
-    const key = this.cache?.enabled ? hash('sha256', credential.token, 'hex') : undefined;
+    const key = this.cache?.enabled ? hashSecret(credential.token) : undefined;
     if (key !== undefined) {
       await this.cache!.fresh();
       const hit = this.cache!.get(key);
