@@ -176,7 +176,7 @@ export function buildApp(deps: AppDependencies): Platform {
     deviceTokens: deviceCache.size,
     personTokens: personCache.size,
     cloudSessions: sessionCache.size,
-    policyLatestNumbers: policyNumbersCache.size,
+    // policyLatestNumbers, policyAnswers, policyLayers
     ...policies.cacheSizes(),
   });
   const metrics = new Metrics({ dataSource, redis: deps.redis, relayConnections: () => relay.size, cacheSizes });
