@@ -39,6 +39,23 @@ export function defineAbilityFor(actor: Actor): AppAbility {
   return ability;
 }
 
+const byPrincipal = new WeakMap<object, AppAbility>();
+
+/**
+ * The ability of a caller as authentication found it, with no project roles (the rules of the
+ * organisation, and those a principal's own ids decide). Kept with the principal object: the
+ * requests of one cached token share one principal (frozen by its resolver), so a workbench's
+ * poll looks its ability up by identity instead of building its key again.
+ */
+export function abilityOf(principal: Readonly<Omit<Actor, 'projectRoles' | 'verifiedEmails'>>): AppAbility {
+  let ability = byPrincipal.get(principal);
+  if (!ability) {
+    ability = defineAbilityFor({ ...principal, projectRoles: new Map() });
+    byPrincipal.set(principal, ability);
+  }
+  return ability;
+}
+
 /** Refuse with 403 `forbidden` unless the ability allows `action` on the record. */
 export function authorize(ability: AppAbility, action: Action, type: string, record: object): void {
   // The same question `ForbiddenError.throwUnlessCan` asks, without building its error object

@@ -57,15 +57,16 @@ export class CloudSessionResolver implements TokenResolver {
     }
     const resolved: Resolved = {
       organisation: membership.organisation,
-      principal: {
+      // Frozen: a cached session's requests share it, and the ability kept with it (abilityOf).
+      principal: Object.freeze({
         kind: 'cloud-session',
         organisationId: membership.organisation.id,
         personId: session.personId,
         role: membership.role,
         deviceId: undefined,
-        scopes: [],
+        scopes: Object.freeze([]),
         sessionId: session.id,
-      },
+      }),
     };
     if (key !== undefined) this.cache!.set(key, resolved, generation, found.expiresAt);
     return resolved;

@@ -8,6 +8,7 @@ import type { OrganisationService } from '../modules/organisation/service.js';
 import { ACCESS_TOKEN_PREFIX, type DeviceTokenService } from '../modules/devices/tokens.js';
 import type { Clock } from '../util/clock.js';
 import { DPOP_ADVERTISED_ALGS, DpopError, requestHtu, type DpopVerifier } from './dpop.js';
+import type { Principal } from './principal.js';
 import type { Credential, Resolved, TokenResolver } from './resolver.js';
 
 /** 401 for a proof that fails (RFC 9449 7.1): the DPoP challenge names the error and the algs. */
@@ -28,7 +29,9 @@ const DPOP_CHALLENGE = `DPoP error="invalid_token", algs="${DPOP_ADVERTISED_ALGS
 export interface CachedDevice {
   device: DeviceRecord;
   expiresAt: Date;
-  scopes: string[];
+  /** The principal its requests carry: one frozen object per entry, so that the requests of one
+   * cached token share it (and the ability kept with it, policies/index.ts `abilityOf`). */
+  principal: Readonly<Principal>;
   /** Its organisation, once read (Cloud: no tenant from the host); dropped with the entry on any change. */
   organisation?: OrganisationRecord;
 }
@@ -63,7 +66,10 @@ export class DeviceTokenResolver implements TokenResolver {
     const generation = this.cache?.begin() ?? 0;
     const found = await this.tokens.resolveAccessTokenHash(tokenHash);
     if (!found) return undefined;
-    const entry = { device: found.device, expiresAt: found.expiresAt, scopes: found.device.scope.split(' ') };
+    const { device } = found;
+    const scopes = Object.freeze(device.scope.split(' '));
+    const principal = Object.freeze({ kind: 'device' as const, organisationId: device.organisationId, personId: device.personId, role: undefined, deviceId: device.id, deviceKind: device.kind, scopes });
+    const entry: CachedDevice = { device, expiresAt: found.expiresAt, principal };
     this.cache?.set(tokenHash, entry, generation, found.expiresAt);
     return entry;
   }
@@ -110,18 +116,7 @@ export class DeviceTokenResolver implements TokenResolver {
     if (!organisation) throw unauthorized('the access token is not valid', challenge);
     if (!tenant) found.organisation = organisation;
     this.noteSeen(device.id);
-    return {
-      organisation,
-      principal: {
-        kind: 'device',
-        organisationId: device.organisationId,
-        personId: device.personId,
-        role: undefined,
-        deviceId: device.id,
-        deviceKind: device.kind,
-        scopes: found.scopes,
-      },
-    };
+    return { organisation, principal: found.principal };
   }
 
   /** `last seen` is written at most once a minute per device, off the request's path. */

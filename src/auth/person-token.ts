@@ -93,14 +93,15 @@ export class PersonTokenResolver implements TokenResolver {
       return {
         resolved: {
           organisation,
-          principal: {
+          // Frozen: a cached token's requests share it, and the ability kept with it (abilityOf).
+          principal: Object.freeze({
             kind: 'person',
             organisationId: organisation.id,
             personId: person.id,
             role: effectiveRole,
             deviceId: undefined,
-            scopes: [organisation.oidcApiScope],
-          },
+            scopes: Object.freeze([organisation.oidcApiScope]),
+          }),
         },
         // A token without `exp` is not cached past the cache's own max age.
         expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 : undefined,

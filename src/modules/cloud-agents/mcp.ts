@@ -1,6 +1,6 @@
 import { subject } from '@casl/ability';
 import type { Request } from 'express';
-import { defineAbilityFor } from '../../../policies/index.js';
+import { abilityOf } from '../../../policies/index.js';
 import type { Principal } from '../../auth/principal.js';
 import { ApiError, notFound } from '../../http/errors.js';
 import { jsonBoundsViolation, type JsonLimits } from '../../http/json-bounds.js';
@@ -204,7 +204,7 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
   }
 
   async function handle(req: Request, principal: Principal, runId: string): Promise<Reply> {
-    const ability = defineAbilityFor({ ...principal, projectRoles: new Map() });
+    const ability = abilityOf(principal);
     if (!ability.can('relay', subject('CloudAgentRun', { id: runId, organisationId: principal.organisationId }) as never)) {
       throw notFound('no such run');
     }

@@ -1,7 +1,7 @@
 import { subject } from '@casl/ability';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
-import { defineAbilityFor } from '../../../policies/index.js';
+import { abilityOf } from '../../../policies/index.js';
 import { audit, actorOf } from '../../audit.js';
 import type { Principal } from '../../auth/principal.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
@@ -63,7 +63,7 @@ export interface CloudAgentDependencies {
 }
 
 function ability(principal: Principal) {
-  return defineAbilityFor({ ...principal, projectRoles: new Map() });
+  return abilityOf(principal);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { authorize, defineAbilityFor, type Action } from '../../../policies/index.js';
+import { abilityOf, authorize, type Action } from '../../../policies/index.js';
 import { actorOf, audit } from '../../audit.js';
 import type { Principal } from '../../auth/principal.js';
 import { notFound } from '../../http/errors.js';
@@ -40,7 +40,7 @@ const pageQuerySchema = {
 
 /** Refuses (403) unless the caller may `action` on `type` records of their organisation at all. */
 function allow(principal: Principal | undefined, action: Action, type: 'JoinKey' | 'Device', record: { organisationId: string }) {
-  const ability = defineAbilityFor({ ...principal!, projectRoles: new Map() });
+  const ability = abilityOf(principal!);
   authorize(ability, action, type, record);
 }
 

@@ -1,4 +1,4 @@
-import { authorize, defineAbilityFor } from '../../../policies/index.js';
+import { abilityOf, authorize } from '../../../policies/index.js';
 import type { Principal } from '../../auth/principal.js';
 import { ApiError, invalidRequest } from '../../http/errors.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
@@ -153,7 +153,7 @@ const usageSummarySchema = named('UsageSummary', {
 
 function requireAdmin(principal: Principal | undefined, organisationId: string): void {
   const actor = principal as Principal;
-  authorize(defineAbilityFor({ ...actor, projectRoles: new Map() }), 'read', 'Activity', { organisationId });
+  authorize(abilityOf(actor), 'read', 'Activity', { organisationId });
 }
 
 const eventPageSchema = pageOf('IngestedEventPage', storedEventSchema, 'A page of stored events.');

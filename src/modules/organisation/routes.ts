@@ -1,4 +1,4 @@
-import { authorize, defineAbilityFor } from '../../../policies/index.js';
+import { abilityOf, authorize } from '../../../policies/index.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { editionOf } from './service.js';
 import { platformOrganisationSchema } from './schemas.js';
@@ -19,7 +19,7 @@ export function organisationRoutes(): RouteDefinition[] {
       handler: ({ principal, tenant }) => {
         const organisation = tenant!;
         const actor = principal!;
-        const ability = defineAbilityFor({ ...actor, projectRoles: new Map() });
+        const ability = abilityOf(actor);
         authorize(ability, 'read', 'Organisation', organisation);
         return {
           status: 200,

@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import { authorize, defineAbilityFor } from '../../../policies/index.js';
+import { abilityOf, authorize } from '../../../policies/index.js';
 import { actorOf } from '../../audit.js';
 import type { Principal } from '../../auth/principal.js';
 import { defineRoute, type ErrorDeclaration, type Reply, type ResponseSpec, type RouteDefinition } from '../../http/route.js';
@@ -106,7 +106,7 @@ async function revisionsReply(query: { limit?: number; cursor?: string }, read: 
 }
 
 function ability(principal: Principal | undefined) {
-  return defineAbilityFor({ ...principal!, projectRoles: new Map() });
+  return abilityOf(principal!);
 }
 
 export function policyRoutes(policies: PolicyService, options: PolicyRouteOptions): RouteDefinition[] {

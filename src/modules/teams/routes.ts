@@ -1,5 +1,5 @@
 import { subject } from '@casl/ability';
-import { defineAbilityFor } from '../../../policies/index.js';
+import { abilityOf } from '../../../policies/index.js';
 import type { Principal } from '../../auth/principal.js';
 import type { TeamsConfig } from '../../config.js';
 import { forbidden } from '../../http/errors.js';
@@ -87,7 +87,7 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       },
       errors: { 400: ['invalid_request'] },
       handler: async ({ body, principal }) => {
-        const ability = defineAbilityFor({ ...principal!, projectRoles: new Map() });
+        const ability = abilityOf(principal!);
         if (!ability.can('create', subject('Team', {}) as never)) throw forbidden();
         return { status: 201, body: await teams.createTeam(caller(principal), body.name), headers: { 'Cache-Control': 'no-store' } };
       },
