@@ -24,7 +24,7 @@ import { WebSessions } from './modules/devices/page-session.js';
 import { OrganisationSignIn } from './modules/devices/page-sign-in.js';
 import type { TokenResolver } from './auth/resolver.js';
 import type { Config } from './config.js';
-import { errorHandler, hoistedHeaders, inSequence, notFoundHandler, requestId, requestLogger } from './http/edge.js';
+import { errorHandler, hoistedHeaders, inSequence, notFoundHandler, requestEdge } from './http/edge.js';
 import { buildOpenApi } from './http/openapi.js';
 import { originEdge, serviceOrigin } from './http/origin.js';
 import { defineRoute, RouteRegistry, type DeploymentProfile } from './http/route.js';
@@ -286,14 +286,12 @@ export function buildApp(deps: AppDependencies): Platform {
   app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'simple');
 
-  // Edge: request id, logs, metrics, security headers, the trusted origin, CORS; run as one layer
+  // Edge: request id with the log line and metrics at the finish, security headers, the trusted origin, CORS; run as one layer
   // (inSequence), in this order, on every request.
   const corsLayer = corsEdge(config.corsAllowedOrigins);
   app.use(
     inSequence([
-      requestId(),
-      requestLogger(logger),
-      metrics.requestMetrics(),
+      requestEdge(logger, (req, res, seconds) => metrics.requestFinished(req, res, seconds)),
       // An API answers JSON: nothing may load, nothing may frame it, nothing may sniff it; HTTPS is
       // sticky. Headers that only matter to HTML pages in old browsers (DNS prefetch, IE download
       // options, Flash cross-domain, XSS auditor, origin-agent clustering) are left out of every

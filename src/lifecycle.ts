@@ -123,6 +123,13 @@ export class ServiceProcess {
   private draining = false;
   /** Answers not finished yet: told `Connection: close` when a stop begins. */
   private readonly inFlight = new Set<ServerResponse>();
+  /** A response's `close` listener (one function for all of them: no closure per request). */
+  private readonly settled = (() => {
+    const inFlight = this.inFlight;
+    return function settled(this: ServerResponse): void {
+      inFlight.delete(this);
+    };
+  })();
   private stopping: Promise<number> | undefined;
 
   constructor(
@@ -208,7 +215,7 @@ export class ServiceProcess {
       }
     } else {
       this.inFlight.add(res);
-      res.once('close', () => this.inFlight.delete(res));
+      res.on('close', this.settled);
     }
     this.platform!.app(req, res);
   }

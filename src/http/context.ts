@@ -11,6 +11,8 @@ export interface RequestContext {
   /** The organisation the request is for (self-hosted: by host name; Cloud: by token or header). */
   tenant: OrganisationRecord | undefined;
   principal: Principal | undefined;
+  /** `performance.now()` when the request reached the edge (its duration, in metrics and the log). */
+  startedAt: number;
 }
 
 declare module 'express-serve-static-core' {
