@@ -129,16 +129,62 @@ export class InvalidAuthority extends Error {
   }
 }
 
-/** One header value, or undefined when absent; several lines of it are refused. */
-function single(req: Request, name: string): string | undefined {
-  let found: string | undefined;
+/** The request's authority headers, each once; a header sent on several lines is marked `null`. */
+interface AuthorityHeaders {
+  host: string | null | undefined;
+  forwardedHost: string | null | undefined;
+  forwardedProto: string | null | undefined;
+}
+
+/** One pass over the raw header lines (only names of the right length are lower-cased). */
+function authorityHeaders(req: Request): AuthorityHeaders {
+  const found: AuthorityHeaders = { host: undefined, forwardedHost: undefined, forwardedProto: undefined };
   const raw = req.rawHeaders;
   for (let index = 0; index < raw.length; index += 2) {
-    if ((raw[index] as string).toLowerCase() !== name) continue;
-    if (found !== undefined) throw new InvalidAuthority(`the request has more than one ${name} header`, name);
-    found = raw[index + 1] as string;
+    const name = raw[index] as string;
+    let field: keyof AuthorityHeaders;
+    if (name.length === 4 && name.toLowerCase() === 'host') field = 'host';
+    else if (name.length === 16 && name.toLowerCase() === 'x-forwarded-host') field = 'forwardedHost';
+    else if (name.length === 17 && name.toLowerCase() === 'x-forwarded-proto') field = 'forwardedProto';
+    else continue;
+    found[field] = found[field] === undefined ? (raw[index + 1] as string) : null;
   }
   return found;
+}
+
+/** One header value, or undefined when absent; several lines of it are refused. */
+function single(value: string | null | undefined, name: string): string | undefined {
+  if (value === null) throw new InvalidAuthority(`the request has more than one ${name} header`, name);
+  return value;
+}
+
+/**
+ * What `parseHost` answered for the authorities seen lately, with the origins built from them: a
+ * server is addressed by a handful, so each is parsed and its origin written once. Bounded (an
+ * attacker may send any number of distinct valid hosts): emptied when full.
+ */
+const KNOWN_AUTHORITIES_MAX = 1_000;
+interface KnownAuthority {
+  parsed: ParsedHost;
+  http?: RequestOrigin;
+  https?: RequestOrigin;
+}
+const knownAuthorities = new Map<string, KnownAuthority | null>();
+
+function knownAuthority(value: string): KnownAuthority | undefined {
+  let known = knownAuthorities.get(value);
+  if (known === undefined) {
+    const parsed = parseHost(value);
+    known = parsed ? { parsed } : null;
+    if (knownAuthorities.size >= KNOWN_AUTHORITIES_MAX) knownAuthorities.clear();
+    knownAuthorities.set(value, known);
+  }
+  return known ?? undefined;
+}
+
+/** The (frozen, shared) origin of a known authority under a scheme. */
+function requestOriginOf(scheme: 'http' | 'https', known: KnownAuthority): RequestOrigin {
+  return (known[scheme] ??= Object.freeze({ scheme, ...known.parsed, origin: originOf(scheme, known.parsed), source: 'request' as const }));
 }
 
 /**
@@ -149,27 +195,29 @@ function single(req: Request, name: string): string | undefined {
 export function originFromRequest(req: Request, trusted: (address: string, hop: number) => boolean): RequestOrigin {
   // RFC 9112 3.2.2: the origin form only; an absolute-form target would name a second authority.
   if (!req.url.startsWith('/')) throw new InvalidAuthority('the request target must be a path', 'host');
-  const hostHeader = single(req, 'host');
+  const headers = authorityHeaders(req);
+  const hostHeader = single(headers.host, 'host');
   if (hostHeader === undefined) throw new InvalidAuthority('the request has no Host header', 'host');
-  const direct = parseHost(hostHeader);
+  const direct = knownAuthority(hostHeader);
   if (!direct) throw new InvalidAuthority('the Host header is not a valid host name and port', 'host');
   let scheme: 'http' | 'https' = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
   let host = direct;
+  // The forwarded headers count (and are checked) only when the peer is a trusted proxy.
   if (trusted(req.socket.remoteAddress ?? '', 0)) {
-    const forwardedHost = single(req, 'x-forwarded-host');
+    const forwardedHost = single(headers.forwardedHost, 'x-forwarded-host');
     if (forwardedHost !== undefined) {
-      const parsed = parseHost(forwardedHost);
+      const parsed = knownAuthority(forwardedHost);
       if (!parsed) throw new InvalidAuthority('the X-Forwarded-Host header is not one valid host name and port', 'x-forwarded-host');
       host = parsed;
     }
-    const forwardedProto = single(req, 'x-forwarded-proto');
+    const forwardedProto = single(headers.forwardedProto, 'x-forwarded-proto');
     if (forwardedProto !== undefined) {
       const proto = forwardedProto.toLowerCase();
       if (proto !== 'http' && proto !== 'https') throw new InvalidAuthority('the X-Forwarded-Proto header must be http or https', 'x-forwarded-proto');
       scheme = proto;
     }
   }
-  return { scheme, ...host, origin: originOf(scheme, host), source: 'request' };
+  return requestOriginOf(scheme, host);
 }
 
 /**
