@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { AbilityBuilder, createMongoAbility, subject } from '@casl/ability';
-import { defineAbilityFor, type Action, type Actor, type AppAbility } from '../../policies/index.js';
+import { abilityOf, defineAbilityFor, type Action, type Actor, type AppAbility } from '../../policies/index.js';
 import type { OrganisationRole, ProjectRole, TokenKind } from '../../src/auth/principal.js';
 import { ACTIONS, computeAbilityMatrix, renderAbilityMatrix, SUBJECTS } from '../../src/cli/abilities.js';
 
@@ -320,5 +320,29 @@ describe('ability matrix', () => {
     expect(markdown).toContain('| Invitation | accept |');
     expect(markdown).toContain('- Member: create, manage-members, approve, accept');
     expect(markdown).toContain('Nothing of another organisation is allowed to anyone');
+  });
+});
+
+describe('policies: abilityOf', () => {
+  const principal = (role: OrganisationRole): Readonly<Omit<Actor, 'projectRoles'>> => Object.freeze({ kind: 'person' as const, organisationId: ORG, personId: `usr_${role}`, role });
+
+  it('keeps one ability per principal object, with the rules of that principal', () => {
+    const owner = principal('owner');
+    const member = principal('member');
+    expect(abilityOf(owner)).toBe(abilityOf(owner));
+    expect(abilityOf(owner).can('update', subject('Organisation', { ...ownOrganisation }) as never)).toBe(true);
+    expect(abilityOf(member).can('update', subject('Organisation', { ...ownOrganisation }) as never)).toBe(false);
+    expect(abilityOf(member).can('read', subject('Organisation', { ...otherOrganisation }) as never)).toBe(false);
+  });
+
+  it('answers as defineAbilityFor does for the same caller without project roles', () => {
+    for (const role of ['owner', 'admin', 'member'] as const) {
+      const who = principal(role);
+      for (const action of ACTIONS) {
+        for (const record of [ownOrganisation, otherOrganisation]) {
+          expect(abilityOf(who).can(action, subject('Organisation', { ...record }) as never)).toBe(can({ ...who, projectRoles: new Map() }, action, 'Organisation', record));
+        }
+      }
+    }
   });
 });
