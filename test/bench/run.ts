@@ -366,6 +366,11 @@ async function main(): Promise<number> {
     servers.bare = bare;
     cleanups.push(() => bare.stop());
   }
+  if (targetsChosen.has('bare-classes')) {
+    const child = await startChild({ name: 'bare express (app classes)', script: here('./bare-server.js'), env: { NODE_ENV: 'production', BARE_APP_CLASSES: 'true' }, port: await freePort(), ready: { path: '/' } });
+    servers['bare-classes'] = child;
+    cleanups.push(() => child.stop());
+  }
   if (platform) {
     servers.platform = platform;
     cleanups.push(() => platform.stop());

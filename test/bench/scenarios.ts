@@ -11,7 +11,7 @@ import { send } from './servers.js';
  * load generator's event loop and must be synchronous and cheap, or it becomes what is measured.
  */
 
-export type TargetName = 'bare' | 'platform' | 'platform-cloud' | 'peer-jwt' | 'peer-opaque';
+export type TargetName = 'bare' | 'bare-classes' | 'platform' | 'platform-cloud' | 'peer-jwt' | 'peer-opaque';
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface RequestShape {
@@ -163,6 +163,7 @@ function dpopScenario(fixtures: Fixtures, name: string, target: TargetName, key:
 
 export const BEARER_POLICY = 'device token (Bearer): GET /policy/v1';
 export const DPOP_POLICY = 'device token (DPoP ES256): GET /policy/v1';
+export const BARE_CLASSES = "bare express, born with the app's prototypes: GET /";
 export const PEER_OPAQUE = 'peer: express + opaque token, better-sqlite3 (Bearer)';
 export const PEER_JWT_BEARER = 'peer: express-oauth2-jwt-bearer (Bearer ES256 JWT)';
 export const PEER_JWT_DPOP = 'peer: express-oauth2-jwt-bearer (DPoP ES256)';
@@ -175,6 +176,14 @@ export function scenarios(fixtures: Fixtures): Scenario[] {
     {
       name: 'bare express: GET /',
       target: 'bare',
+      method: 'GET',
+      path: '/',
+    },
+    {
+      // Not a target: how much of the bare handler's own cost is Express changing each request's
+      // prototype (the platform's server avoids it: src/lifecycle.ts `appClasses`).
+      name: BARE_CLASSES,
+      target: 'bare-classes',
       method: 'GET',
       path: '/',
     },
