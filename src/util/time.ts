@@ -38,3 +38,19 @@ export function storableInstant(value: string, field: string): Date {
   if (!isStorable(date)) throw invalidRequest(`${field} must be a time ${STORED_YEARS}`, { field });
   return date;
 }
+
+/** The form `toISOString` writes, in a stored year (1000 to 9999), seconds below 60. */
+const CANONICAL_UTC = /^[1-9]\d{3}-\d\d-\d\dT\d\d:[0-5]\d:[0-5]\d\.\d{3}Z$/;
+
+/**
+ * The UTC text a stored timestamp column holds (`YYYY-MM-DD HH:MM:SS.sss`), read straight off a
+ * timestamp sent in the form `toISOString` writes (`YYYY-MM-DDTHH:MM:SS.sssZ`: what workbenches
+ * send) in a stored year; undefined for any other form, year or a leap second, which
+ * `storableInstant` reads. `value` must already be a valid RFC 3339 date-time (the schema's
+ * `date-time` format checked its month and day): the text is then exactly what
+ * `toISOString` of its instant gives, so nothing is parsed into a Date and written out again.
+ */
+export function canonicalStoredText(value: string): string | undefined {
+  if (!CANONICAL_UTC.test(value)) return undefined;
+  return `${value.slice(0, 10)} ${value.slice(11, 23)}`;
+}

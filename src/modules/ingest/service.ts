@@ -6,8 +6,8 @@ import { notFound } from '../../http/errors.js';
 import type { Clock } from '../../util/clock.js';
 import { redact, redactAuditItem, redactText } from './redaction.js';
 import type { ingestAnswerSchema, ingestEnvelopeSchema } from './schemas.js';
-import { instant, storableInstant } from '../../util/time.js';
-import { dialectOf, IngestStore, sqlTime, type StreamCursors, type StreamKey } from './store.js';
+import { canonicalStoredText, instant, storableInstant } from '../../util/time.js';
+import { dialectOf, IngestStore, sqlTime, type Dialect, type StreamCursors, type StreamKey } from './store.js';
 
 export type IngestEnvelope = FromSchema<typeof ingestEnvelopeSchema>;
 export type IngestAnswer = FromSchema<typeof ingestAnswerSchema>;
@@ -45,11 +45,14 @@ function newest(current: string, candidates: readonly string[]): string {
 
 /**
  * Every time the envelope asks to store is one a stored timestamp holds (util/time.ts), or 400
- * naming it. Answers the items' instants, read once, in the order of their lists.
+ * naming it. Answers the items' times as bound to the database, read once, in the order of their
+ * lists: a time in the canonical UTC form goes in as its text (`canonicalStoredText`), any other
+ * through its instant.
  */
-function storedTimes(envelope: IngestEnvelope): Record<'events' | 'usage' | 'audit', Date[]> {
-  const instants = (list: 'events' | 'usage' | 'audit') => (envelope[list] ?? []).map((item, index) => storableInstant(item.at, `body.${list}[${index}].at`));
-  const times = { events: instants('events'), usage: instants('usage'), audit: instants('audit') };
+function storedTimes(envelope: IngestEnvelope, dialect: Dialect): Record<'events' | 'usage' | 'audit', (string | Date)[]> {
+  const bound = (list: 'events' | 'usage' | 'audit') =>
+    (envelope[list] ?? []).map((item, index) => canonicalStoredText(item.at) ?? sqlTime(dialect, storableInstant(item.at, `body.${list}[${index}].at`)));
+  const times = { events: bound('events'), usage: bound('usage'), audit: bound('audit') };
   (envelope.tasks ?? []).forEach((task, index) => {
     for (const name of ['createdAt', 'updatedAt', 'completedAt'] as const) {
       const value = task[name];
@@ -83,7 +86,8 @@ export class IngestService {
     // The project's effective policy says which audit actions are memory reads. Another
     // organisation's project, or none: 404 either way (the policy service checks the project).
     const isMemoryRead = await this.policies.memoryReadRule(device.organisationId, envelope.projectId);
-    const times = storedTimes(envelope);
+    const dialect = dialectOf(this.dataSource);
+    const times = storedTimes(envelope, dialect);
 
     // Redaction happens before anything is stored (or could be logged).
     const events = (envelope.events ?? []).map((event) => ({ ...event, data: redact(event.data).value }));
@@ -99,7 +103,6 @@ export class IngestService {
     const usage = envelope.usage ?? [];
     const tasks = (envelope.tasks ?? []).map((task) => ({ ...task, title: redactedText(task.title, 500) }));
     const stream: StreamKey = { organisationId: device.organisationId, deviceId: device.deviceId, workspaceId: envelope.workspaceId };
-    const dialect = dialectOf(this.dataSource);
 
     const received = { events: events.length, usage: usage.length, audit: audit.length, tasks: tasks.length };
     for (let attempt = 1; ; attempt++) {
@@ -117,12 +120,12 @@ export class IngestService {
           const acceptedEvents = await store.insertIgnore(
             'ingest_events',
             [...common, 'seq', 'event_id', 'at', 'kind', 'data', 'received_at'],
-            events.map((e, index) => [...base, e.seq, e.id, t(times.events[index]!), e.kind, JSON.stringify(e.data), receivedAt]),
+            events.map((e, index) => [...base, e.seq, e.id, times.events[index]!, e.kind, JSON.stringify(e.data), receivedAt]),
           );
           const acceptedUsage = await store.insertIgnore(
             'ingest_usage',
             [...common, 'item_id', 'at', 'provider', 'model', 'input_tokens', 'output_tokens', 'cached_tokens', 'cost', 'received_at'],
-            usage.map((u, index) => [...base, u.id, t(times.usage[index]!), u.provider, u.model, u.inputTokens, u.outputTokens, u.cachedTokens, Math.round(u.cost * 1e6) / 1e6, receivedAt]),
+            usage.map((u, index) => [...base, u.id, times.usage[index]!, u.provider, u.model, u.inputTokens, u.outputTokens, u.cachedTokens, Math.round(u.cost * 1e6) / 1e6, receivedAt]),
           );
           const acceptedAudit = await store.insertIgnore(
             'ingest_audit',
@@ -130,7 +133,7 @@ export class IngestService {
             audit.map((a, index) => [
               ...base,
               a.id,
-              t(times.audit[index]!),
+              times.audit[index]!,
               a.actor,
               a.action,
               a.target ?? null,
