@@ -11,6 +11,37 @@ export type Schema = Exclude<JSONSchema, boolean>;
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
+interface StringFormat {
+  type?: 'string';
+  validate: (value: string) => boolean;
+  compare?: (a: string, b: string) => number | undefined;
+}
+
+/** `YYYY-MM-DDTHH:MM:SS.sssZ` with hours, minutes and seconds in range: what `toISOString` writes. */
+const CANONICAL_DATE_TIME = /^(\d{4})-(\d\d)-(\d\d)T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/;
+const DAYS_IN_MONTH = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/**
+ * ajv-formats' `date-time`, with a first look for the form workbenches send (thousands per
+ * envelope): a string of that form is valid exactly when its month and day are (its time is, by
+ * the pattern), which is what ajv-formats would answer after splitting it and matching two more
+ * patterns; every other string goes to ajv-formats as before. Same answers, same errors.
+ */
+export function fastDateTime(full: StringFormat): StringFormat {
+  return {
+    ...full,
+    validate: (value: string) => {
+      const match = CANONICAL_DATE_TIME.exec(value);
+      if (!match) return full.validate(value);
+      const year = Number(match[1]);
+      const month = Number(match[2]);
+      const day = Number(match[3]);
+      const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+      return month >= 1 && month <= 12 && day >= 1 && day <= (month === 2 && leap ? 29 : DAYS_IN_MONTH[month]!);
+    },
+  };
+}
+
 function makeAjv(coerce: boolean): Ajv2020 {
   const ajv = new Ajv2020({
     allErrors: false,
@@ -22,6 +53,7 @@ function makeAjv(coerce: boolean): Ajv2020 {
     keywords: ['example', 'x-platform-extension'],
   });
   addFormats(ajv);
+  ajv.addFormat('date-time', fastDateTime(ajv.formats['date-time'] as StringFormat) as never);
   return ajv;
 }
 
