@@ -63,7 +63,7 @@ import { load, problemWith, stopLoad, type Measurement } from './measure.js';
 import { describeOps, idealRatio, measureCryptoCosts, unavoidableMicros, type CryptoCosts } from './limits.js';
 import { formatRelayTable, runRelayBench, type RelayResult } from './relay.js';
 import { startProvider, type BenchProvider } from './oidc-provider.js';
-import { BEARER_POLICY, DPOP_POLICY, PEER_JWT_BEARER, PEER_JWT_DPOP, PEER_OPAQUE, scenarios as allScenarios, type Fixtures, type Scenario, type TargetName } from './scenarios.js';
+import { BARE_CLASSES, BEARER_POLICY, DPOP_POLICY, PEER_JWT_BEARER, PEER_JWT_DPOP, PEER_OPAQUE, scenarios as allScenarios, type Fixtures, type Scenario, type TargetName } from './scenarios.js';
 import { runSoak, runWorkerComparison } from './soak.js';
 import { freePort, killAllChildren, send, startChild, type ChildServer } from './servers.js';
 import { formatSvgTable, measureSvgPipeline, type SvgBenchResult } from './svg.js';
@@ -561,6 +561,10 @@ async function main(): Promise<number> {
       if (ops && costs) log(`  ${outcome.scenario.name}: ${describeOps(ops)} = ${unavoidableMicros(ops, costs).toFixed(1)} µs per request`);
     }
     log('  (a server that caches a verified token skips its signature on a hit: the person-token and Bearer limits bound one that verifies every request)');
+    const bornRatio = ratioByName.get(BARE_CLASSES);
+    if (bornRatio !== undefined) {
+      log(`  the limit takes the bare handler as the floor, but the bare handler itself pays Express changing each request's and response's prototype, which the platform's server does not (src/lifecycle.ts appClasses): the same handler born with the app's prototypes ran at ${bornRatio.toFixed(2)}x bare; measured above 1.00x or above its limit, a scenario did less framework work than the bare handler, not less than its checks`);
+    }
     const versus = (service: string, peer: string) => {
       const mine = ratioByName.get(service);
       const theirs = ratioByName.get(peer);
