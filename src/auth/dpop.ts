@@ -159,8 +159,36 @@ class ProofKeys {
   }
 }
 
+/** A proof header that passed step 3, with its key (step 4's look-up). */
+interface CheckedHeader {
+  alg: string;
+  publicKey: { key: KeyObject; jkt: string };
+}
+
+/**
+ * Proof headers already checked, by their encoded text: a device signs every proof with the same
+ * header (typ, alg and its public key), so its JSON is parsed, checked and its key found once.
+ * Only headers that passed every header check are kept; anything else is checked afresh (and
+ * refused as before). Bounded: the oldest are forgotten first.
+ */
+class CheckedHeaders {
+  private readonly headers = new Map<string, CheckedHeader>();
+
+  constructor(private readonly capacity = 10_000) {}
+
+  get(encoded: string): CheckedHeader | undefined {
+    return this.headers.get(encoded);
+  }
+
+  set(encoded: string, checked: CheckedHeader): void {
+    if (this.headers.size >= this.capacity) this.headers.delete(this.headers.keys().next().value as string);
+    this.headers.set(encoded, checked);
+  }
+}
+
 export class DpopVerifier {
   private readonly keys = new ProofKeys();
+  private readonly checkedHeaders = new CheckedHeaders();
 
   constructor(private readonly options: DpopOptions) {}
 
@@ -189,19 +217,8 @@ export class DpopVerifier {
     return (step === current || step === current - 1) && safeEqual(nonce, this.nonceFor(step));
   }
 
-  async verify(proof: string | undefined, expected: ProofExpectations): Promise<VerifiedProof> {
-    function refuse(message: string): never {
-      throw new DpopError('invalid_dpop_proof', message);
-    }
-    // 1. Exactly one well-formed proof.
-    if (proof === undefined || proof === '') return refuse('a DPoP proof is required');
-    if (proof.length > MAX_PROOF_LENGTH) return refuse(`the DPoP proof is longer than ${MAX_PROOF_LENGTH} characters`);
-    if (proof.includes(',')) return refuse('the DPoP header must hold exactly one proof');
-
-    // 2. Compact JWS: three base64url parts, a JSON object header.
-    const parts = proof.split('.');
-    if (parts.length !== 3 || parts.some((part) => !BASE64URL.test(part))) return refuse('the DPoP proof is not a well-formed JWT');
-    const [encodedHeader, encodedPayload, encodedSignature] = parts as [string, string, string];
+  /** Steps 3 and 4 (the key) for a header not checked before; kept once it passed them. */
+  private checkHeader(encodedHeader: string, refuse: (message: string) => never): CheckedHeader {
     const header = jsonObject(encodedHeader);
     if (!header) return refuse('the DPoP proof is not a well-formed JWT');
 
@@ -219,11 +236,31 @@ export class DpopVerifier {
     const keyMatchesAlg = alg === 'ES256' ? jwk.kty === 'EC' && jwk.crv === 'P-256' : jwk.kty === 'OKP' && jwk.crv === 'Ed25519';
     if (!keyMatchesAlg) refuse('the DPoP proof jwk does not match its alg');
 
-    // 4. Signature by that key: node:crypto on a key object kept per key (a device signs every
-    // proof with the same key; WebCrypto's import and verify cost several times more).
+    // 4. The key: node:crypto on a key object kept per key (a device signs every proof with the
+    // same key; WebCrypto's import and verify cost several times more).
     const publicKey = this.keys.get(jwk);
     if (!publicKey) return refuse('the DPoP proof signature is invalid');
-    // The bound key is known before the signature is checked: another key's proof stops here.
+    const checked = { alg, publicKey };
+    this.checkedHeaders.set(encodedHeader, checked);
+    return checked;
+  }
+
+  async verify(proof: string | undefined, expected: ProofExpectations): Promise<VerifiedProof> {
+    function refuse(message: string): never {
+      throw new DpopError('invalid_dpop_proof', message);
+    }
+    // 1. Exactly one well-formed proof.
+    if (proof === undefined || proof === '') return refuse('a DPoP proof is required');
+    if (proof.length > MAX_PROOF_LENGTH) return refuse(`the DPoP proof is longer than ${MAX_PROOF_LENGTH} characters`);
+    if (proof.includes(',')) return refuse('the DPoP header must hold exactly one proof');
+
+    // 2. Compact JWS: three base64url parts, a JSON object header.
+    const parts = proof.split('.');
+    if (parts.length !== 3 || parts.some((part) => !BASE64URL.test(part))) return refuse('the DPoP proof is not a well-formed JWT');
+    const [encodedHeader, encodedPayload, encodedSignature] = parts as [string, string, string];
+    // 3. The header (typ, alg, jwk), checked once per distinct header: `checkHeader`.
+    const { alg, publicKey } = this.checkedHeaders.get(encodedHeader) ?? this.checkHeader(encodedHeader, refuse);
+    // 4. Signature by the header's key. The bound key is known before the signature is checked: another key's proof stops here.
     if (expected.boundJkt !== undefined && !sameFixedLength(publicKey.jkt, expected.boundJkt)) refuse('the DPoP proof is signed by another key');
     const signature = Buffer.from(encodedSignature, 'base64url');
     const signedBytes = Buffer.from(`${encodedHeader}.${encodedPayload}`, 'ascii');

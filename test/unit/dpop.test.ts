@@ -132,6 +132,25 @@ describe('DpopVerifier', () => {
     expect((await refusal(verifier, badSignature, expectations(key))).message).toBe('the DPoP proof signature is invalid');
   });
 
+  it('checks a header once, and still checks every proof against it: signature, bound key, claims', async () => {
+    const { clock, verifier } = setup();
+    const key = await newProofKey('ES256');
+    const other = await newProofKey('ES256');
+    await expect(verifier.verify(await forge(key, clock), expectations(key))).resolves.toMatchObject({ jkt: key.jkt });
+    // The same header (now known), a signature of another key over it: refused.
+    const signedByOther = await forge(other, clock, { header: { jwk: key.publicJwk } });
+    expect((await refusal(verifier, signedByOther, expectations(key))).message).toBe('the DPoP proof signature is invalid');
+    const tampered = `${(await forge(key, clock)).slice(0, -4)}AAAA`;
+    expect((await refusal(verifier, tampered, expectations(key))).message).toBe('the DPoP proof signature is invalid');
+    expect((await refusal(verifier, await forge(key, clock), expectations(other))).message).toBe('the DPoP proof is signed by another key');
+    expect((await refusal(verifier, await forge(key, clock, { htm: 'POST' }), expectations(key))).message).toBe('the DPoP proof htm does not match the request method');
+    // A header that failed its checks is checked (and refused) again each time.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      expect((await refusal(verifier, await forge(key, clock, { header: { typ: 'jwt' } }), expectations(key))).message).toBe('the DPoP proof must have typ dpop+jwt');
+    }
+    await expect(verifier.verify(await forge(key, clock), expectations(key))).resolves.toMatchObject({ jkt: key.jkt });
+  });
+
   describe('replay', () => {
     it('refuses the same jti again for the same key, method and URL, however the proof differs', async () => {
       const { clock, verifier } = setup();
