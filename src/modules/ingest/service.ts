@@ -7,7 +7,7 @@ import type { Clock } from '../../util/clock.js';
 import { redact, redactAuditItem, redactText } from './redaction.js';
 import type { ingestAnswerSchema, ingestEnvelopeSchema } from './schemas.js';
 import { canonicalStoredText, instant, storableInstant } from '../../util/time.js';
-import { dialectOf, IngestStore, sqlTime, type Dialect, type StreamCursors, type StreamKey } from './store.js';
+import { dialectOf, IngestStore, sqlTime, utcText, type Dialect, type StreamCursors, type StreamKey } from './store.js';
 
 export type IngestEnvelope = FromSchema<typeof ingestEnvelopeSchema>;
 export type IngestAnswer = FromSchema<typeof ingestAnswerSchema>;
@@ -113,7 +113,8 @@ export class IngestService {
           const t = (value: string | Date) => sqlTime(dialect, typeof value === 'string' ? instant(value) : value);
           if (!(await store.holdProject(device.organisationId, envelope.projectId))) throw notFound('no such project');
           const held = await store.lockStream(stream, now);
-          const receivedAt = t(now);
+          // One text for every row (the same on both dialects), not a Date escaped once per row.
+          const receivedAt = utcText(now);
           const base = [device.organisationId, envelope.projectId, device.deviceId, envelope.workspaceId];
           const common = ['organisation_id', 'project_id', 'device_id', 'workspace_id'];
 
