@@ -38,6 +38,8 @@ export interface IngestPathResult {
   sent: number;
   rows?: number;
   problem?: string;
+  /** Items/s of each measured run, in order (`--runs`); `measurement` is the median one's. */
+  runs?: number[];
 }
 
 /** A writer sends one batch of the stream it owns and answers how many items were stored. */
@@ -348,6 +350,42 @@ export async function countMysqlRows(url: string, table: string): Promise<number
 }
 
 /** Warm-up (when asked), measurement, then the row check; never throws for a broken path, reports it. */
+/**
+ * `measurePath` `runs` times over the same writers, one after another: each run's rows are
+ * checked against everything sent so far, and the answer carries the run with the median items/s
+ * (its batches and latencies), every run's items/s, and the totals sent and stored.
+ */
+export async function measurePathRuns(
+  name: string,
+  writers: Writer[],
+  options: { warmupSeconds: number; durationSeconds: number; runs: number },
+  countRows: () => Promise<number> | number,
+): Promise<IngestPathResult> {
+  const results: IngestPathResult[] = [];
+  let sentBefore = 0;
+  for (let run = 0; run < options.runs; run++) {
+    // Every run warms up: the writers' streams and the server start each run the same way.
+    const result = await measurePath(name, writers, options, async () => (await countRows()) - sentBefore);
+    sentBefore += result.sent;
+    results.push(result);
+    if (result.problem) break;
+  }
+  const measured = results.filter((result) => result.measurement !== undefined);
+  const sorted = [...measured].sort((a, b) => a.measurement!.itemsPerSecond - b.measurement!.itemsPerSecond);
+  const median = sorted[Math.floor((sorted.length - 1) / 2)];
+  const problems = results.map((result, index) => (result.problem ? `run ${index + 1}: ${result.problem}` : undefined)).filter((problem) => problem !== undefined);
+  const rowsKnown = results.every((result) => result.rows !== undefined);
+  return {
+    name,
+    ...(median?.warmup ? { warmup: median.warmup } : {}),
+    ...(median?.measurement ? { measurement: median.measurement } : {}),
+    sent: sentBefore,
+    ...(rowsKnown ? { rows: results.reduce((sum, result) => sum + result.rows!, 0) } : {}),
+    ...(problems.length ? { problem: problems.join('; ') } : {}),
+    runs: measured.map((result) => result.measurement!.itemsPerSecond),
+  };
+}
+
 export async function measurePath(
   name: string,
   writers: Writer[],

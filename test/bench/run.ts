@@ -24,7 +24,7 @@
  *   --only <text>         only the scenarios and ingest parts whose name contains text
  *                         ("policy", "ingest", "mariadb", ...; the bare baseline runs with any
  *                         HTTP scenario; "http" keeps every HTTP scenario and nothing else)
- *   --runs <n>            run the HTTP scenarios n times, one after another; medians reported  (BENCH_RUNS, default 1)
+ *   --runs <n>            run the HTTP scenarios and each ingest path n times; medians reported  (BENCH_RUNS, default 1)
  *   --json <file>         also write the results as JSON
  *
  * The soak (`--only soak`, soak.ts): two replicas on MariaDB and Redis at a fixed rate
@@ -53,7 +53,7 @@ import {
   createMariadbDatabase,
   createMysqlCeilingTable,
   createSqliteCeilingTable,
-  measurePath,
+  measurePathRuns,
   mysqlCeilingWriters,
   platformWriters,
   sqliteCeilingWriters,
@@ -408,7 +408,7 @@ async function main(): Promise<number> {
   log('');
 
   const phase = options.warmupSeconds + options.durationSeconds;
-  armWatchdog(options.runs * list.length * (phase + 15) + ingestParts.length * (2 * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + (soakPart ? soakSeconds + 240 : 0) + (workersPart ? 4 * phase + 120 : 0) + 60);
+  armWatchdog(options.runs * list.length * (phase + 15) + ingestParts.length * (2 * options.runs * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + (soakPart ? soakSeconds + 240 : 0) + (workersPart ? 4 * phase + 120 : 0) + 60);
   const outcomes: Outcome[] = list.map((scenario) => ({ scenario, runs: [] }));
   const notes: string[] = [];
   let baselineRate: number | undefined;
@@ -464,15 +464,15 @@ async function main(): Promise<number> {
   await bare?.stop();
 
   // Ingest: the platform on each database, then the ceiling on the same database.
-  const ingestOptions = { warmupSeconds: options.warmupSeconds, durationSeconds: options.durationSeconds };
-  const ingestShape = `${options.ingestClients} concurrent writers (one device and stream each), ${options.ingestBatch} events per envelope / rows per INSERT, ${options.warmupSeconds} s warm-up + ${options.durationSeconds} s measured`;
+  const ingestOptions = { warmupSeconds: options.warmupSeconds, durationSeconds: options.durationSeconds, runs: options.runs };
+  const ingestShape = `${options.ingestClients} concurrent writers (one device and stream each), ${options.ingestBatch} events per envelope / rows per INSERT, ${options.warmupSeconds} s warm-up + ${options.durationSeconds} s measured, ${options.runs} run(s) of each path (items/s: the median run's)`;
   for (const part of ingestParts) {
     if (part.database === 'sqlite') {
       process.stdout.write(`${part.name}: platform ... `);
       const seed = seeded!;
       const target = { origin: platform!.origin, host: HOST, projectId: seed.projectId, devices: seed.ingest, batch: options.ingestBatch };
       const client = platformWriters(target);
-      part.paths.push(await measurePath('sqlite: platform POST /ingest/v1', client.writers, ingestOptions, () => countSqliteRows(sqliteFile, 'ingest_events')));
+      part.paths.push(await measurePathRuns('sqlite: platform POST /ingest/v1', client.writers, ingestOptions, () => countSqliteRows(sqliteFile, 'ingest_events')));
       client.close();
       log(describeIngest(part.paths.at(-1)!));
       // The platform is idle from here on; stop it so the ceiling has the machine to itself, as the platform had.
@@ -481,7 +481,7 @@ async function main(): Promise<number> {
       createSqliteCeilingTable(sqliteFile);
       const ceiling = sqliteCeilingWriters(sqliteFile, { organisationId: seed.organisationId, projectId: seed.projectId, devices: seed.ingest, batch: options.ingestBatch });
       try {
-        part.paths.push(await measurePath('sqlite: ceiling, better-sqlite3 INSERT', ceiling.writers, ingestOptions, () => countSqliteRows(sqliteFile, CEILING_TABLE)));
+        part.paths.push(await measurePathRuns('sqlite: ceiling, better-sqlite3 INSERT', ceiling.writers, ingestOptions, () => countSqliteRows(sqliteFile, CEILING_TABLE)));
       } finally {
         ceiling.close();
       }
@@ -510,7 +510,7 @@ async function main(): Promise<number> {
     log(`database ${database.name}, platform pid ${child.pid}`);
     process.stdout.write(`${part.name}: platform ... `);
     const client = platformWriters({ origin: child.origin, host: HOST, projectId: seed.projectId, devices: seed.ingest, batch: options.ingestBatch });
-    part.paths.push(await measurePath('mariadb: platform POST /ingest/v1', client.writers, ingestOptions, () => countMysqlRows(database.url, 'ingest_events')));
+    part.paths.push(await measurePathRuns('mariadb: platform POST /ingest/v1', client.writers, ingestOptions, () => countMysqlRows(database.url, 'ingest_events')));
     client.close();
     log(describeIngest(part.paths.at(-1)!));
     // The platform is idle from here on; stop it so the ceiling has the machine to itself, as the platform had.
@@ -518,7 +518,7 @@ async function main(): Promise<number> {
     process.stdout.write(`${part.name}: ceiling ... `);
     const ceiling = await mysqlCeilingWriters(database.url, { organisationId: seed.organisationId, projectId: seed.projectId, devices: seed.ingest, batch: options.ingestBatch });
     try {
-      part.paths.push(await measurePath('mariadb: ceiling, mysql2 INSERT', ceiling.writers, ingestOptions, () => countMysqlRows(database.url, CEILING_TABLE)));
+      part.paths.push(await measurePathRuns('mariadb: ceiling, mysql2 INSERT', ceiling.writers, ingestOptions, () => countMysqlRows(database.url, CEILING_TABLE)));
     } finally {
       await ceiling.close();
     }
@@ -690,7 +690,8 @@ async function main(): Promise<number> {
 
 function describeIngest(path: IngestPathResult): string {
   const m = path.measurement;
-  return `${m ? `${m.itemsPerSecond.toFixed(0)} items/s` : 'no measurement'}${path.problem ? ' FAILED' : ''}`;
+  const runs = path.runs && path.runs.length > 1 ? ` (runs: ${path.runs.map((value) => value.toFixed(0)).join(', ')})` : '';
+  return `${m ? `${m.itemsPerSecond.toFixed(0)} items/s` : 'no measurement'}${runs}${path.problem ? ' FAILED' : ''}`;
 }
 
 /** A URL for the report, without its password. */
