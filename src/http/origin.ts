@@ -172,6 +172,9 @@ interface KnownAuthority {
 const knownAuthorities = new Map<string, KnownAuthority | null>();
 
 function knownAuthority(value: string): KnownAuthority | undefined {
+  // Longer than any authority: refused without a look-up, and never kept (a key is at most
+  // MAX_AUTHORITY_LENGTH characters, so the map holds at most about 261 kB of them).
+  if (value.length > MAX_AUTHORITY_LENGTH) return undefined;
   let known = knownAuthorities.get(value);
   if (known === undefined) {
     const parsed = parseHost(value);

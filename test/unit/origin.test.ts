@@ -63,4 +63,15 @@ describe('originFromRequest', () => {
     expect(() => originFromRequest(request(['Host', 'bad_7.test']), trustNone)).toThrow('the Host header is not a valid host name and port');
     expect(Object.isFrozen(first)).toBe(true);
   });
+
+  it('refuses an authority longer than any host name and port, however often it is sent', () => {
+    const longest = `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(61)}`;
+    expect(longest).toHaveLength(253);
+    expect(originFromRequest(request(['Host', `${longest}:65535`]), trustNone).origin).toBe(`http://${longest}:65535`);
+    const tooLong = `${longest}.${'e'.repeat(20)}:8080`;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      expect(() => originFromRequest(request(['Host', tooLong]), trustNone)).toThrow('the Host header is not a valid host name and port');
+      expect(() => originFromRequest(request(['Host', 'x'.repeat(10_000)]), trustNone)).toThrow('the Host header is not a valid host name and port');
+    }
+  });
 });
