@@ -171,6 +171,8 @@ interface CheckedHeader {
  * Only headers that passed every header check are kept; anything else is checked afresh (and
  * refused as before). Bounded: the oldest are forgotten first.
  */
+const MAX_KEPT_HEADER_LENGTH = 512;
+
 class CheckedHeaders {
   private readonly headers = new Map<string, CheckedHeader>();
 
@@ -181,6 +183,10 @@ class CheckedHeaders {
   }
 
   set(encoded: string, checked: CheckedHeader): void {
+    // A device's header (typ, alg, a P-256 or Ed25519 key) is about 150 to 250 characters; a
+    // longer one (extra members) is checked every time rather than kept, so the map holds at most
+    // capacity × MAX_KEPT_HEADER_LENGTH characters whatever proofs strangers send.
+    if (encoded.length > MAX_KEPT_HEADER_LENGTH) return;
     if (this.headers.size >= this.capacity) this.headers.delete(this.headers.keys().next().value as string);
     this.headers.set(encoded, checked);
   }

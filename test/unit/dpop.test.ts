@@ -149,6 +149,10 @@ describe('DpopVerifier', () => {
       expect((await refusal(verifier, await forge(key, clock, { header: { typ: 'jwt' } }), expectations(key))).message).toBe('the DPoP proof must have typ dpop+jwt');
     }
     await expect(verifier.verify(await forge(key, clock), expectations(key))).resolves.toMatchObject({ jkt: key.jkt });
+    // A long header (extra members) is accepted as before, checked afresh each time.
+    const padded = { header: { pad: 'x'.repeat(600) } };
+    await expect(verifier.verify(await forge(key, clock, padded), expectations(key))).resolves.toMatchObject({ jkt: key.jkt });
+    expect((await refusal(verifier, await forge(other, clock, { header: { jwk: key.publicJwk, pad: 'x'.repeat(600) } }), expectations(key))).message).toBe('the DPoP proof signature is invalid');
   });
 
   describe('replay', () => {
