@@ -27,11 +27,20 @@ import { systemClock } from './util/clock.js';
  * differs: the same constructors run, and Express's getters and methods are the ones it would set.
  */
 export function appClasses(app: Express): { IncomingMessage: typeof IncomingMessage; ServerResponse: typeof ServerResponse } {
-  function AppRequest(this: IncomingMessage, socket: Socket): void {
-    IncomingMessage.call(this, socket);
+  // Node 20 writes both as plain constructor functions, which `call` runs on an object of the
+  // app's prototype (V8 then keeps its fast shape). Should a later Node make them `class`
+  // declarations, which cannot be called, Reflect.construct gives the same objects (the same
+  // constructor, the same prototype), only without the speed.
+  const callable = (constructor: unknown) => !/^class\b/.test(Function.prototype.toString.call(constructor));
+  const requestCallable = callable(IncomingMessage);
+  const responseCallable = callable(ServerResponse);
+  function AppRequest(this: IncomingMessage, socket: Socket): IncomingMessage | void {
+    if (!requestCallable) return Reflect.construct(IncomingMessage, [socket], AppRequest) as IncomingMessage;
+    (IncomingMessage as unknown as (this: IncomingMessage, socket: Socket) => void).call(this, socket);
   }
   AppRequest.prototype = app.request;
-  function AppResponse(this: ServerResponse, req: IncomingMessage, options?: object): void {
+  function AppResponse(this: ServerResponse, req: IncomingMessage, options?: object): ServerResponse | void {
+    if (!responseCallable) return Reflect.construct(ServerResponse, [req, options], AppResponse) as ServerResponse;
     (ServerResponse as unknown as (this: ServerResponse, req: IncomingMessage, options?: object) => void).call(this, req, options);
   }
   AppResponse.prototype = app.response;
