@@ -51,6 +51,18 @@ const CANONICAL_UTC = /^[1-9]\d{3}-\d\d-\d\dT\d\d:[0-5]\d:[0-5]\d\.\d{3}Z$/;
  * `toISOString` of its instant gives, so nothing is parsed into a Date and written out again.
  */
 export function canonicalStoredText(value: string): string | undefined {
-  if (!CANONICAL_UTC.test(value)) return undefined;
-  return `${value.slice(0, 10)} ${value.slice(11, 23)}`;
+  return CANONICAL_UTC.test(value) ? storedTextOfIso(value) : undefined;
+}
+
+/**
+ * The UTC text of an instant as a stored timestamp column holds it (`YYYY-MM-DD HH:MM:SS.sss`):
+ * what TypeORM keeps on SQLite, and what mysql2 writes for a Date on a `timezone: 'Z'` connection.
+ */
+export function utcText(date: Date): string {
+  return storedTextOfIso(date.toISOString());
+}
+
+/** `YYYY-MM-DDTHH:mm:ss.sssZ` (every stored year, 1000 to 9999) as stored: two slices, no search. */
+function storedTextOfIso(iso: string): string {
+  return iso.length === 24 ? `${iso.slice(0, 10)} ${iso.slice(11, 23)}` : iso.replace('T', ' ').replace('Z', '');
 }

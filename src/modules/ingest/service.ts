@@ -6,8 +6,8 @@ import { notFound } from '../../http/errors.js';
 import type { Clock } from '../../util/clock.js';
 import { redact, redactAuditItem, redactText } from './redaction.js';
 import type { ingestAnswerSchema, ingestEnvelopeSchema } from './schemas.js';
-import { canonicalStoredText, instant, storableInstant } from '../../util/time.js';
-import { dialectOf, IngestStore, sqlTime, utcText, type Dialect, type StreamCursors, type StreamKey } from './store.js';
+import { canonicalStoredText, instant, storableInstant, utcText } from '../../util/time.js';
+import { dialectOf, IngestStore, sqlTime, type Dialect, type StreamCursors, type StreamKey } from './store.js';
 
 export type IngestEnvelope = FromSchema<typeof ingestEnvelopeSchema>;
 export type IngestAnswer = FromSchema<typeof ingestAnswerSchema>;

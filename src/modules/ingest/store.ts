@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import { utcText } from '../../util/time.js';
 
 /**
  * The only code that writes and reads ingested items. Writes are multi-row
@@ -10,16 +11,6 @@ export type Dialect = 'sqlite' | 'mysql';
 
 export function dialectOf(dataSource: DataSource): Dialect {
   return dataSource.options.type === 'better-sqlite3' ? 'sqlite' : 'mysql';
-}
-
-/**
- * The UTC text of an instant as a stored timestamp column holds it (`YYYY-MM-DD HH:MM:SS.sss`):
- * what TypeORM keeps on SQLite, and what mysql2 writes for a Date on a `timezone: 'Z'` connection.
- */
-export function utcText(date: Date): string {
-  const iso = date.toISOString();
-  // `YYYY-MM-DDTHH:mm:ss.sssZ` for every stored year (1000 to 9999): two slices, no search.
-  return iso.length === 24 ? `${iso.slice(0, 10)} ${iso.slice(11, 23)}` : iso.replace('T', ' ').replace('Z', '');
 }
 
 /** How a timestamp is bound: better-sqlite3 binds no Date; TypeORM keeps UTC text there. */
