@@ -446,7 +446,7 @@ async function main(): Promise<number> {
       const measurement = await load(scenario, origin, { connections: options.connections, durationSeconds: options.durationSeconds, serverPid: servers[scenario.target]!.pid });
       const problem = problemWith(measurement);
       if (problem) problems.push(problem);
-      log(`${measurement.requestsPerSecond.toFixed(0)} req/s${problems.length ? ' FAILED' : ''}`);
+      log(`${measurement.requestsPerSecond.toFixed(0)} req/s, p50 ${measurement.p50} ms, p99 ${measurement.p99} ms${problems.length ? ' FAILED' : ''}`);
       const note = scenario.note?.();
       if (note) notes.push(`${scenario.name} (run ${run}): ${note}`);
       outcome.runs.push(measurement);
