@@ -155,6 +155,41 @@ describe('DpopVerifier', () => {
     expect((await refusal(verifier, await forge(other, clock, { header: { jwk: key.publicJwk, pad: 'x'.repeat(600) } }), expectations(key))).message).toBe('the DPoP proof signature is invalid');
   });
 
+
+  it.each(['ES256', 'Ed25519'] as const)('checks many %s signatures at once (on the thread pool), each answer its own proof', async (alg) => {
+    // Signatures are checked on libuv's thread pool, so several are in flight together: valid and
+    // forged proofs interleaved must each get their own answer, and a replay among them is refused.
+    const { clock, verifier } = setup();
+    const key = await newProofKey(alg);
+    const other = await newProofKey(alg);
+    const proofs = await Promise.all(
+      Array.from({ length: 60 }, async (_, i) => {
+        const kind = (['valid', 'forged', 'tampered'] as const)[i % 3]!;
+        if (kind === 'valid') return { kind, proof: await forge(key, clock) };
+        if (kind === 'forged') return { kind, proof: await forge(other, clock, { header: { jwk: key.publicJwk } }) };
+        const proof = await forge(key, clock);
+        const [header, payload, signature] = proof.split('.') as [string, string, string];
+        // Another valid-length signature: the first byte flipped.
+        const bytes = Buffer.from(signature, 'base64url');
+        bytes[0] = bytes[0]! ^ 0xff;
+        return { kind, proof: `${header}.${payload}.${bytes.toString('base64url')}` };
+      }),
+    );
+    const replayed = proofs[0]!.proof;
+    const answers = await Promise.allSettled([...proofs.map(({ proof }) => verifier.verify(proof, expectations(key))), verifier.verify(replayed, expectations(key))]);
+    proofs.forEach(({ kind, proof }, i) => {
+      const answer = answers[i]!;
+      if (kind === 'valid' && i !== 0) {
+        expect(answer).toMatchObject({ status: 'fulfilled', value: { jkt: key.jkt, jti: proofClaims(proof).jti } });
+      } else if (kind !== 'valid') {
+        expect(answer).toMatchObject({ status: 'rejected', reason: { message: 'the DPoP proof signature is invalid' } });
+      }
+    });
+    // The first valid proof was sent twice: exactly one of the two was accepted.
+    const twice = [answers[0]!, answers[answers.length - 1]!];
+    expect(twice.filter((answer) => answer.status === 'fulfilled')).toHaveLength(1);
+    expect(twice.find((answer) => answer.status === 'rejected')).toMatchObject({ reason: { message: 'the DPoP proof was already used' } });
+  });
   describe('replay', () => {
     it('refuses the same jti again for the same key, method and URL, however the proof differs', async () => {
       const { clock, verifier } = setup();
