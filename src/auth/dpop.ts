@@ -124,7 +124,7 @@ const BASE64URL = /^[A-Za-z0-9_-]*$/;
 /**
  * One proof signature, checked on libuv's thread pool (node:crypto's callback form) rather than
  * on the event loop: a proof is new on every request, so its signature is the one check no cache
- * can skip, and it is the largest single cost of a DPoP request (about half its CPU time). Off the
+ * can skip, and it is the largest single cost of a DPoP request (close to half its CPU time). Off the
  * loop, other requests are parsed and answered while it runs, and a second core does the
  * verifying. The answer is the same function's answer; an error is thrown as before.
  */

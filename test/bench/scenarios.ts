@@ -101,13 +101,13 @@ function bearerRefusals(host: string, path: string, token: string, third: { labe
 /**
  * DPoP proofs for the measured phase are signed before it starts (a pool with one proof, one
  * `jti`, per request), so signing costs the load generator nothing while it measures. The pool
- * holds twice what the scenario's own warm-up rate says the phase will use, plus a margin:
- * the warm-up itself signs each proof on the spot (it is not measured), and that signing takes CPU
- * the server then lacks, so the measured phase, with nothing to sign, runs about 1.5 times faster
- * than the warm-up (the platform checks proof signatures on a thread of their own, src/auth/dpop.ts). A proof is accepted until
- * its `iat` is DPOP_PROOF_WINDOW_SECONDS old (60 s by default, left as is), so pooled proofs are
- * used only while they are younger than that window minus 10 s; after that, or when the pool runs
- * out, each proof is signed on the spot, and the report says how many were.
+ * holds twice what the scenario's own warm-up rate says the phase will use, plus a margin: the
+ * warm-up signs each proof on the spot (it is not measured), and that signing takes CPU the
+ * server then lacks (it checks proof signatures on libuv's thread pool, src/auth/dpop.ts), so
+ * the measured phase, with nothing to sign, runs about 1.5 times faster than the warm-up. A proof
+ * is accepted until its `iat` is DPOP_PROOF_WINDOW_SECONDS old (60 s by default, left as is), so
+ * pooled proofs are used only while they are younger than that window minus 10 s; after that, or
+ * when the pool runs out, each proof is signed on the spot, and the report says how many were.
  */
 function dpopProofs(fixtures: Fixtures, path: string, dpopKey: DpopKey, dpopToken: string) {
   const { proofWindowSeconds } = fixtures.policyDevices;

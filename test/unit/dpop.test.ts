@@ -155,7 +155,6 @@ describe('DpopVerifier', () => {
     expect((await refusal(verifier, await forge(other, clock, { header: { jwk: key.publicJwk, pad: 'x'.repeat(600) } }), expectations(key))).message).toBe('the DPoP proof signature is invalid');
   });
 
-
   it.each(['ES256', 'Ed25519'] as const)('checks many %s signatures at once (on the thread pool), each answer its own proof', async (alg) => {
     // Signatures are checked on libuv's thread pool, so several are in flight together: valid and
     // forged proofs interleaved must each get their own answer, and a replay among them is refused.
@@ -190,6 +189,7 @@ describe('DpopVerifier', () => {
     expect(twice.filter((answer) => answer.status === 'fulfilled')).toHaveLength(1);
     expect(twice.find((answer) => answer.status === 'rejected')).toMatchObject({ reason: { message: 'the DPoP proof was already used' } });
   });
+
   describe('replay', () => {
     it('refuses the same jti again for the same key, method and URL, however the proof differs', async () => {
       const { clock, verifier } = setup();
