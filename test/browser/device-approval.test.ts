@@ -1,9 +1,9 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { Page } from 'playwright-core';
 import { browsers } from '../support/browser.js';
-import { createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
+import { createOrganisation, serverOf, startPlatform, type TestPlatform } from '../support/platform.js';
 import { TestIdentityProvider } from '../support/idp.js';
 
 /**
@@ -26,7 +26,7 @@ let origin: string;
 
 beforeAll(async () => {
   platform = await startPlatform();
-  server = createServer(platform.app);
+  server = serverOf(platform.app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   origin = `http://localhost:${(server.address() as AddressInfo).port}`;
   idp = await TestIdentityProvider.start({ interactive: { redirectUris: [`${origin}/device/callback`] } });

@@ -5,6 +5,7 @@ import request, { type Response } from 'supertest';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { buildApp, type Platform } from '../../src/app.js';
+import { appClasses } from '../../src/lifecycle.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createDataSource } from '../../src/db/data-source.js';
 import { createLogger } from '../../src/logger.js';
@@ -100,9 +101,18 @@ async function recordSigningKeys(config: Config, dataSource: DataSource): Promis
   }
 }
 
+/**
+ * An HTTP server for the app, built as main.ts builds it: its requests and responses are born
+ * with the app's prototypes (src/lifecycle.ts `appClasses`), so every test request travels the
+ * objects production serves. Not listening yet: supertest starts and closes it per request.
+ */
+export function serverOf(app: Platform['app']): Server {
+  return createServer(appClasses(app), app);
+}
+
 /** The platform on a real loopback port (ephemeral), WebSocket upgrades included, as main.ts serves it. */
 export async function listen(platform: Platform): Promise<{ origin: string; port: number; server: Server; close(): Promise<void> }> {
-  const server = createServer(platform.app);
+  const server = serverOf(platform.app);
   server.on('upgrade', platform.upgrade);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -207,7 +217,7 @@ export interface CallOptions {
 
 /** One request through the real app; its answer is checked against the declared schema. */
 export async function call(platform: Platform, method: 'get' | 'post' | 'put' | 'patch' | 'delete', path: string, options: CallOptions = {}): Promise<Response> {
-  let test = request(platform.app)[method](path);
+  let test = request(serverOf(platform.app))[method](path);
   if (options.host) test = test.set('Host', options.host);
   for (const [name, value] of Object.entries(options.headers ?? {})) test = test.set(name, value);
   if (options.raw) test = test.set('Content-Type', options.raw.type).send(options.raw.data);

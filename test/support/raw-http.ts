@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import type { Express } from 'express';
+import { appClasses } from '../../src/lifecycle.js';
 
 /**
  * HTTP/1.1 over a bare socket, for requests supertest (and Node's client) will not send: repeated
@@ -24,7 +25,8 @@ export interface RawServer {
 
 /** The app on an ephemeral loopback port (IPv4, so the peer address is 127.0.0.1). */
 export async function listen(app: Express): Promise<RawServer> {
-  const server: Server = createServer(app);
+  // Built as main.ts builds it (src/lifecycle.ts `appClasses`): hostile heads reach the same objects.
+  const server: Server = createServer(appClasses(app), app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   return {
