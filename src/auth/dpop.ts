@@ -1,6 +1,7 @@
 import { createHash, createHmac, createPublicKey, hash, randomBytes, timingSafeEqual, verify as verifySignature, type KeyObject } from 'node:crypto';
 import type { Request } from 'express';
 import type { JWK, JWTPayload } from 'jose';
+import { ed25519 } from '@noble/curves/ed25519.js';
 import { requestOrigin } from '../http/origin.js';
 import type { ReplayCache } from '../state/replay-cache.js';
 import type { Clock } from '../util/clock.js';
@@ -151,6 +152,26 @@ function jsonObject(encoded: string): Record<string, unknown> | undefined {
  * Keyed by the key's RFC 7638 thumbprint input (its required members), so a JWK with extra
  * members is the same key. Bounded: the oldest keys are forgotten first.
  */
+/**
+ * An Ed25519 public key a signature can bind to: a canonical encoding (y below p) of a point
+ * outside the small subgroup. OpenSSL verifies against any point it can decode, and for a
+ * small-order key (the identity, or one of order 2, 4 or 8) a signature made without any private
+ * key verifies (R the identity and S zero: for every message, with the identity). A device bound
+ * to such a key would hold a binding anyone who saw one of its proofs could forge, so it is
+ * refused like any key that cannot be imported. (P-256 has cofactor 1: node:crypto refuses a
+ * point off the curve, and the identity has no coordinates to send.)
+ */
+function isPrimeOrderEd25519(x: unknown): boolean {
+  if (typeof x !== 'string' || !BASE64URL.test(x)) return false;
+  const bytes = Buffer.from(x, 'base64url');
+  if (bytes.length !== 32) return false;
+  try {
+    return !ed25519.Point.fromBytes(bytes).isSmallOrder();
+  } catch {
+    return false;
+  }
+}
+
 class ProofKeys {
   private readonly keys = new Map<string, { key: KeyObject; jkt: string }>();
 
@@ -162,6 +183,7 @@ class ProofKeys {
       jwk.kty === 'EC' ? JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y }) : JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x });
     const known = this.keys.get(canonical);
     if (known) return known;
+    if (jwk.kty === 'OKP' && !isPrimeOrderEd25519(jwk.x)) return undefined;
     let key: KeyObject;
     try {
       key = createPublicKey({ key: JSON.parse(canonical) as Record<string, string>, format: 'jwk' });

@@ -7,7 +7,7 @@ import { DEVICE_JOIN_RATE_LIMIT } from '../../src/modules/devices/join-routes.js
 import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { createPerson, enrolDevice } from '../support/devices.js';
-import { newProofKey, proofSigner, type ProofKey } from '../support/dpop-proofs.js';
+import { epochSeconds, keylessProof, newProofKey, proofSigner, SMALL_ORDER_ED25519, type ProofKey } from '../support/dpop-proofs.js';
 import type { TestIdentityProvider } from '../support/idp.js';
 import { expectOauthError } from '../support/oauth.js';
 import { personHeaders, personIdFor, twoOrganisations, type Role } from '../support/organisations.js';
@@ -449,6 +449,16 @@ describe('POST /relay/v1/device/join', () => {
     expectOauthError(res, 'invalid_dpop_proof');
     expect(await stateOf(created.joinKey.id)).toMatchObject({ state: 'active', useCount: 0 });
     expect((await join(created.key, { body: { dpop_jkt: key.jkt }, headers: { DPoP: await proof(key, joinUrl()) } })).status).toBe(200);
+  });
+
+  it('refuses to bind a node to an Ed25519 key of small order, whose proofs need no private key', async () => {
+    const created = await createKey();
+    const made = await keylessProof(SMALL_ORDER_ED25519.identity, { htm: 'POST', htu: joinUrl(), iat: epochSeconds(clock.now()) });
+    for (const body of [{ dpop_jkt: made.jkt }, {}]) {
+      expectOauthError(await join(created.key, { body, headers: { DPoP: made.proof } }), 'invalid_dpop_proof', /signature is invalid/);
+    }
+    expect(await stateOf(created.joinKey.id)).toMatchObject({ state: 'active', useCount: 0 });
+    expect(await platform.dataSource.getRepository(DeviceEntity).countBy({ dpopJkt: made.jkt })).toBe(0);
   });
 
   it('refuses a replayed proof', async () => {

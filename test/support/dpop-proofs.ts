@@ -130,6 +130,37 @@ export async function forgeProof(key: ProofKey, options: ForgeOptions): Promise<
   throw new Error(`forgeProof: cannot make a proof of exactly ${target} characters`);
 }
 
+/**
+ * Ed25519 public keys of small order (`x` of a `jwk`): the identity (y = 1), a point of order 4
+ * (y = 0) and one of order 8 (from libsodium's list of small-order encodings).
+ */
+export const SMALL_ORDER_ED25519: Record<'identity' | 'order 4' | 'order 8', string> = {
+  identity: Buffer.concat([Buffer.from([1]), Buffer.alloc(31)]).toString('base64url'),
+  'order 4': Buffer.alloc(32).toString('base64url'),
+  'order 8': Buffer.from('26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05', 'hex').toString('base64url'),
+};
+
+/**
+ * A proof "signed" by a small-order Ed25519 public key without any private key: R the identity
+ * and S zero. With the identity as the key, node:crypto (OpenSSL) verifies that signature over
+ * every message. Answers the proof, its signed bytes, its signature and the key's thumbprint.
+ */
+export async function keylessProof(x: string, options: Omit<ForgeOptions, 'header' | 'signWith' | 'length'>): Promise<{ proof: string; signed: Buffer; signature: Buffer; jwk: JWK; jkt: string }> {
+  const jwk: JWK = { kty: 'OKP', crv: 'Ed25519', x };
+  const claims = withoutUndefined({
+    jti: options.jti ?? randomUUID(),
+    htm: options.htm,
+    htu: options.htu,
+    iat: options.iat,
+    ath: options.accessToken === undefined ? undefined : sha256base64url(options.accessToken),
+    nonce: options.nonce,
+    ...options.claims,
+  });
+  const signed = `${b64({ typ: 'dpop+jwt', alg: 'EdDSA', jwk })}.${b64(claims)}`;
+  const signature = Buffer.concat([Buffer.from([1]), Buffer.alloc(63)]);
+  return { proof: `${signed}.${signature.toString('base64url')}`, signed: Buffer.from(signed, 'ascii'), signature, jwk, jkt: await calculateJwkThumbprint(jwk, 'sha256') };
+}
+
 export interface RequestProofOptions {
   /** Default: `POST`. */
   method?: string;

@@ -1,3 +1,4 @@
+import { createPublicKey, verify } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import * as DPoP from 'dpop';
 import { CompactSign } from 'jose';
@@ -5,7 +6,7 @@ import { DpopError, DpopVerifier, normaliseHtu, type DpopOptions, type ProofExpe
 import { MemoryReplayCache } from '../../adapters/state/memory-replay-cache.js';
 import type { ReplayCache } from '../../src/state/replay-cache.js';
 import { ManualClock } from '../../src/util/clock.js';
-import { epochSeconds, forgeProof, newProofKey, proofClaims, type ForgeOptions, type ProofKey } from '../support/dpop-proofs.js';
+import { epochSeconds, forgeProof, keylessProof, newProofKey, proofClaims, SMALL_ORDER_ED25519, type ForgeOptions, type ProofKey } from '../support/dpop-proofs.js';
 
 // The verifier alone: a ManualClock and an in-memory replay cache, no HTTP.
 
@@ -188,6 +189,21 @@ describe('DpopVerifier', () => {
     const twice = [answers[0]!, answers[answers.length - 1]!];
     expect(twice.filter((answer) => answer.status === 'fulfilled')).toHaveLength(1);
     expect(twice.find((answer) => answer.status === 'rejected')).toMatchObject({ reason: { message: 'the DPoP proof was already used' } });
+  });
+
+  it.each(Object.entries(SMALL_ORDER_ED25519))('refuses an Ed25519 key of small order (%s), whose signatures need no private key', async (_label, x) => {
+    const { clock, verifier } = setup();
+    const made = await keylessProof(x, { htm: 'GET', htu: URL_, iat: epochSeconds(clock.now()), accessToken: TOKEN });
+    if (x === SMALL_ORDER_ED25519.identity) {
+      // The control: node:crypto itself takes this keyless signature over these bytes.
+      expect(verify(null, made.signed, createPublicKey({ key: { ...made.jwk } as Record<string, string>, format: 'jwk' }), made.signature)).toBe(true);
+    }
+    for (const expected of [expectations({ jkt: made.jkt } as ProofKey), { method: 'GET', url: URL_ }]) {
+      expect((await refusal(verifier, made.proof, expected)).message).toBe('the DPoP proof signature is invalid');
+    }
+    // A real Ed25519 key is still taken, before and after.
+    const key = await newProofKey('Ed25519');
+    await expect(verifier.verify(await forge(key, clock), expectations(key))).resolves.toMatchObject({ jkt: key.jkt });
   });
 
   describe('replay', () => {
