@@ -94,10 +94,9 @@ async function sign(header: Record<string, unknown>, claims: Record<string, unkn
   return new CompactSign(encoder.encode(JSON.stringify(claims))).setProtectedHeader(header as { alg: string }).sign(key);
 }
 
-/** A DPoP proof made by `key`, valid for the given request unless told otherwise. */
-export async function forgeProof(key: ProofKey, options: ForgeOptions): Promise<string> {
-  const header = withoutUndefined({ typ: 'dpop+jwt', alg: key.alg, jwk: key.publicJwk, ...options.header });
-  const claims = withoutUndefined({
+/** A proof's claims: a fresh `jti` unless given, `ath` of the token, then the overrides. */
+function claimsOf(options: Omit<ForgeOptions, 'header' | 'signWith' | 'length'>): Record<string, unknown> {
+  return withoutUndefined({
     jti: options.jti ?? randomUUID(),
     htm: options.htm,
     htu: options.htu,
@@ -106,6 +105,12 @@ export async function forgeProof(key: ProofKey, options: ForgeOptions): Promise<
     nonce: options.nonce,
     ...options.claims,
   });
+}
+
+/** A DPoP proof made by `key`, valid for the given request unless told otherwise. */
+export async function forgeProof(key: ProofKey, options: ForgeOptions): Promise<string> {
+  const header = withoutUndefined({ typ: 'dpop+jwt', alg: key.alg, jwk: key.publicJwk, ...options.header });
+  const claims = claimsOf(options);
   const signingKey = options.signWith ?? key.privateKey;
   if (options.length === undefined) return sign(header, claims, signingKey);
 
@@ -147,15 +152,7 @@ export const SMALL_ORDER_ED25519: Record<'identity' | 'order 4' | 'order 8', str
  */
 export async function keylessProof(x: string, options: Omit<ForgeOptions, 'header' | 'signWith' | 'length'>): Promise<{ proof: string; signed: Buffer; signature: Buffer; jwk: JWK; jkt: string }> {
   const jwk: JWK = { kty: 'OKP', crv: 'Ed25519', x };
-  const claims = withoutUndefined({
-    jti: options.jti ?? randomUUID(),
-    htm: options.htm,
-    htu: options.htu,
-    iat: options.iat,
-    ath: options.accessToken === undefined ? undefined : sha256base64url(options.accessToken),
-    nonce: options.nonce,
-    ...options.claims,
-  });
+  const claims = claimsOf(options);
   const signed = `${b64({ typ: 'dpop+jwt', alg: 'EdDSA', jwk })}.${b64(claims)}`;
   const signature = Buffer.concat([Buffer.from([1]), Buffer.alloc(63)]);
   return { proof: `${signed}.${signature.toString('base64url')}`, signed: Buffer.from(signed, 'ascii'), signature, jwk, jkt: await calculateJwkThumbprint(jwk, 'sha256') };
