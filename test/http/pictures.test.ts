@@ -82,6 +82,11 @@ async function row(slug: string, project = projectId) {
   return rows[0];
 }
 
+/** `If-Match` naming the stored version: a write based on what is there now. */
+async function current(slug: string, project = projectId): Promise<Record<string, string>> {
+  return { 'If-Match': `"${String((await row(slug, project))!.version)}"` };
+}
+
 describe('PUT /projects/v1/{id}/pictures/{slug}', () => {
   it('creates a picture with If-Match "0": 201, the version as a strong ETag, the SVG stored byte for byte', async () => {
     const svg = `<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg"  viewBox="0 0 10 10" >\r\n\t<!-- kept as sent -->\n  <circle cx="5" cy="5" r="4" fill="red" />\n</svg>\n`;
@@ -100,7 +105,7 @@ describe('PUT /projects/v1/{id}/pictures/{slug}', () => {
 
   it('answers SVG with headers that keep a browser from running or rendering it', async () => {
     await create('headers');
-    for (const res of [await request(viewer, 'get', picturePath('headers')), await save(contributor, 'headers', { spec: spec(), svg: SVG, look: 'x' }, { 'If-Match': '*' })]) {
+    for (const res of [await request(viewer, 'get', picturePath('headers')), await save(contributor, 'headers', { spec: spec(), svg: SVG, look: 'x' }, await current('headers'))]) {
       expect(res.headers['content-security-policy']).toContain("default-src 'none'");
       expect(res.headers['content-security-policy']).toContain('sandbox');
       expect(res.headers['x-content-type-options']).toBe('nosniff');
@@ -128,13 +133,39 @@ describe('PUT /projects/v1/{id}/pictures/{slug}', () => {
     expect((await save(contributor, 'guarded', { spec: spec('changed'), svg: SVG }, {})).status).toBe(428);
   });
 
+  it('refuses a write that does not name the version it saw (428): If-Match: *, If-None-Match naming versions, a delete with If-None-Match: *', async () => {
+    const { body: seen } = await create('unseen');
+    // Someone else saves a version this client never saw.
+    const newer = (await save(owner, 'unseen', { spec: spec('newer'), svg: SVG }, { 'If-Match': `"${seen.version}"` })).body;
+    const attempts: [Method, Record<string, string>][] = [
+      ['put', { 'If-None-Match': `"${seen.version}"` }],
+      ['put', { 'If-None-Match': '"ver_someotherversion"' }],
+      ['put', { 'If-Match': '*' }],
+      ['put', { 'If-Match': '*', 'If-None-Match': `"${seen.version}"` }],
+      ['delete', { 'If-None-Match': `"${seen.version}"` }],
+      ['delete', { 'If-None-Match': '*' }],
+      ['delete', { 'If-Match': '*' }],
+    ];
+    for (const [method, headers] of attempts) {
+      const res = await request(contributor, method, picturePath('unseen'), { headers, body: method === 'put' ? { spec: spec('blind'), svg: SVG } : undefined });
+      expect([method, headers, res.status, res.body.error]).toEqual([method, headers, 428, 'precondition_required']);
+      expect(res.body.message).toEqual(expect.stringContaining('If-Match: "<version>"'));
+    }
+    // Nothing changed: the version nobody overwrote is still there, and still readable whole.
+    expect((await row('unseen'))!.version).toBe(newer.version);
+    // Naming the current version works; a create of a missing picture works with If-None-Match: *.
+    expect((await save(contributor, 'unseen', { spec: spec('seen'), svg: SVG }, { 'If-Match': `"${newer.version}"` })).status).toBe(200);
+    expect((await request(contributor, 'delete', picturePath('unseen'), { headers: await current('unseen') })).status).toBe(204);
+    expect((await save(contributor, 'unseen', { spec: spec(), svg: SVG }, { 'If-None-Match': '*' })).status).toBe(201);
+  });
+
   it('refuses If-Match "0" for an existing picture and If-Match "<version>" or * for a missing one (412)', async () => {
     const { body } = await create('exists');
     const res = await save(contributor, 'exists', { spec: spec('x'), svg: SVG });
     expect(res.status).toBe(412);
     expect(res.headers.etag).toBe(`"${body.version}"`);
     expect((await save(contributor, 'missing', { spec: spec(), svg: SVG }, { 'If-Match': `"${body.version}"` })).status).toBe(412);
-    expect((await save(contributor, 'missing', { spec: spec(), svg: SVG }, { 'If-Match': '*' })).status).toBe(412);
+    expect((await save(contributor, 'missing', { spec: spec(), svg: SVG }, { 'If-Match': '*', 'If-None-Match': '*' })).status).toBe(412);
     expect((await save(contributor, 'exists', { spec: spec('x'), svg: SVG }, { 'If-Match': `W/"${body.version}"` })).status).toBe(412);
     expect(await row('missing')).toBeUndefined();
   });
@@ -303,8 +334,8 @@ describe('roles', () => {
     expect(write.body.error).toBe('forbidden');
     const remove = await request(viewer, 'delete', picturePath('roles'), { headers: { 'If-Match': '*' } });
     expect(remove.status).toBe(403);
-    expect((await save(owner, 'roles', { spec: spec('o'), svg: SVG }, { 'If-Match': '*' })).status).toBe(200);
-    expect((await save(contributor, 'roles', { spec: spec('c'), svg: SVG }, { 'If-Match': '*' })).status).toBe(200);
+    expect((await save(owner, 'roles', { spec: spec('o'), svg: SVG }, await current('roles'))).status).toBe(200);
+    expect((await save(contributor, 'roles', { spec: spec('c'), svg: SVG }, await current('roles'))).status).toBe(200);
   });
 
   it('answers 404 to members of the organisation who are not in the project, organisation owners included', async () => {
@@ -395,7 +426,7 @@ describe('DELETE /projects/v1/{id}/pictures/{slug}', () => {
     const reborn = (await create('doomed')).body;
     expect(reborn.version).not.toBe(v1.version);
     expect((await save(contributor, 'doomed', { spec: spec('late'), svg: SVG }, { 'If-Match': `"${v2.version}"` })).status).toBe(412);
-    expect((await request(contributor, 'delete', picturePath('doomed'), { headers: { 'If-Match': '*' } })).status).toBe(204);
+    expect((await request(contributor, 'delete', picturePath('doomed'), { headers: await current('doomed') })).status).toBe(204);
   });
 });
 
@@ -495,9 +526,9 @@ describe('pictures per project', () => {
     expect(Number(counted[0]!.n)).toBe(PICTURE_LIMITS.perProject);
 
     // A full project still takes new versions of its pictures, and takes new ones once one goes.
-    expect((await save(owner, 'seed-0', { spec: spec('changed'), svg: SVG }, { 'If-Match': '*' }, full)).status).toBe(200);
+    expect((await save(owner, 'seed-0', { spec: spec('changed'), svg: SVG }, await current('seed-0', full), full)).status).toBe(200);
     expect((await save(owner, 'one-more', { spec: spec(), svg: SVG }, { 'If-Match': '"0"' }, full)).status).toBe(409);
-    expect((await request(owner, 'delete', picturePath('seed-1', full), { headers: { 'If-Match': '*' } })).status).toBe(204);
+    expect((await request(owner, 'delete', picturePath('seed-1', full), { headers: await current('seed-1', full) })).status).toBe(204);
     expect((await save(owner, 'one-more', { spec: spec(), svg: SVG }, { 'If-Match': '"0"' }, full)).status).toBe(201);
   });
 });

@@ -4,13 +4,18 @@ import { ApiError, invalidRequest } from '../../http/errors.js';
  * Conditional writes (RFC 9110 section 13, RFC 6585 section 3) with the spec's one addition:
  * `If-Match: "0"` means "only if the picture does not exist yet".
  *
- * - A save or delete must carry `If-Match` or `If-None-Match`; without either it is refused with
- *   428 `precondition_required`, so no client overwrites a picture it has not seen by mistake.
- * - `If-Match`: `*` (the picture exists), or a list of versions (strong comparison: `W/` tags
- *   never match; `"0"` matches a picture that does not exist).
+ * - A write must rest on the version its client saw, or else 428 `precondition_required`, so no
+ *   client overwrites or deletes a version it has not seen:
+ *   - a save: `If-Match: "<version>"` (the version the change is based on; `"0"` for a new
+ *     picture) or `If-None-Match: *` (a new picture);
+ *   - a delete: `If-Match: "<version>"`.
+ *   `If-Match: *` (any version) and `If-None-Match` naming versions (only which versions it is
+ *   not at) say nothing of which version the client saw: alone they are no guard (428).
+ * - `If-Match`: a list of versions (strong comparison: `W/` tags never match; `"0"` matches a
+ *   picture that does not exist), or `*` (the picture exists).
  * - `If-None-Match`: `*` (the picture does not exist), or a list of versions it must not be at
  *   (weak comparison). On reads, a match answers 304.
- * A failed condition is 412 `precondition_failed`.
+ * A failed condition is 412 `precondition_failed`; every condition sent is evaluated.
  */
 
 export interface EntityTag {
@@ -51,8 +56,21 @@ export function readPreconditions(headers: { 'if-match'?: string | undefined; 'i
   };
 }
 
-export const preconditionRequired = (): ApiError =>
-  new ApiError(428, 'precondition_required', 'send If-Match: "<version>" (the version you changed, or "0" for a new picture) or If-None-Match: * so a save cannot overwrite a version you have not seen');
+export const preconditionRequired = (write: 'save' | 'delete' = 'save'): ApiError =>
+  new ApiError(
+    428,
+    'precondition_required',
+    write === 'save'
+      ? 'send If-Match: "<version>" (the version you changed, or "0" for a new picture) or If-None-Match: * (a new picture), so a save cannot overwrite a version you have not seen; If-Match: * and If-None-Match naming versions do not say which version you saw'
+      : 'send If-Match: "<version>" (the version you are deleting), so a delete cannot remove a version you have not seen; If-Match: * and If-None-Match do not say which version you saw',
+  );
+
+/** Refuses (428) a write whose conditions do not name the version its client saw. */
+export function requireGuard(conditions: Preconditions, write: 'save' | 'delete'): void {
+  const namesVersions = conditions.ifMatch !== undefined && conditions.ifMatch !== '*';
+  const onlyNew = write === 'save' && conditions.ifNoneMatch === '*';
+  if (!namesVersions && !onlyNew) throw preconditionRequired(write);
+}
 
 export const preconditionFailed = (current: string | undefined): ApiError =>
   new ApiError(

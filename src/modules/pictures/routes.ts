@@ -93,10 +93,11 @@ const readHeaders = {
 
 const writeHeaders = {
   'If-Match': {
-    description: 'The version (quoted) the change is based on, `"0"` for a picture that must not exist yet, or `*` for any existing version. A save or delete needs this or `If-None-Match`.',
+    description:
+      'The version (quoted) the change is based on, or `"0"` for a picture that must not exist yet. An update or delete of an existing picture needs it, naming the current version. `*` (any version) is evaluated but is no guard on its own.',
     schema: { type: 'string' },
   },
-  'If-None-Match': { description: '`*`: save only if the picture does not exist yet.', schema: { type: 'string' } },
+  'If-None-Match': { description: '`*`: save only if the picture does not exist yet (a create). Naming versions is evaluated but is no guard on its own.', schema: { type: 'string' } },
 } as const;
 
 const common = { tag: 'Pictures', tenant: true, auth: ['device'] as const };
@@ -109,7 +110,7 @@ const preconditionAnswers = {
     description: 'The picture is not at the version `If-Match` names (or exists despite `If-None-Match: *` / `If-Match: "0"`); the current version is in `ETag`.',
     headers: { ETag: { description: 'The current version, quoted.', schema: { type: 'string' } } },
   },
-  428: { description: 'A save or delete must send `If-Match` or `If-None-Match`.' },
+  428: { description: 'The write does not name the version its client saw: a save needs `If-Match: "<version>"` (or `"0"`) or `If-None-Match: *`, a delete `If-Match: "<version>"`; `If-Match: *` or `If-None-Match` naming versions alone is not enough.' },
 } as const;
 const preconditionErrors = { 412: ['precondition_failed'], 428: ['precondition_required'] } as const;
 
@@ -201,7 +202,8 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
       operationId: 'savePicture',
       summary: 'Save a picture (a new version)',
       description:
-        'Contributors and owners of the project. Needs `If-Match: "<version>"` (the version the change is based on; `"0"` for a new picture) or `If-None-Match: *` (428 without either, 412 when it does not hold). ' +
+        'Contributors and owners of the project. An update needs `If-Match: "<version>"` (the version the change is based on), a create `If-None-Match: *` or `If-Match: "0"` ' +
+        '(428 without one of them, `If-Match: *` and `If-None-Match` naming versions included; 412 when it does not hold). ' +
         'A save that changes spec, SVG or look makes a new version and keeps the replaced one as the previous; a save of the same content answers the current version unchanged. ' +
         'The SVG must pass the SVG rules (400 `unsafe_svg` / `invalid_svg` naming what and where) and is stored as sent. ' +
         `Limits: body ${PICTURE_LIMITS.bodyBytes} bytes, SVG ${PICTURE_LIMITS.svgBytes} bytes, spec ${PICTURE_LIMITS.specBytes} bytes as JSON (413); ${PICTURE_LIMITS.perProject} pictures per project (409 \`picture_limit_reached\`).`,
@@ -242,7 +244,7 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
       path: '/projects/v1/{id}/pictures/{slug}',
       operationId: 'deletePicture',
       summary: 'Delete a picture and its previous version',
-      description: 'Contributors and owners of the project. Needs `If-Match` (the current version, or `*`) as a save does: 428 without it, 412 when it does not hold.',
+      description: 'Contributors and owners of the project. Needs `If-Match: "<version>"`, the current version: 428 without it (`If-Match: *` and `If-None-Match` are not enough), 412 when it does not hold.',
       deviceScope: 'pictures:write',
       forbids: true,
       headers: writeHeaders,

@@ -6,7 +6,7 @@ import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { canonicalJson } from '../policy/merge.js';
 import type { PictureRecord } from './entities.js';
-import { conditionsHold, preconditionFailed, preconditionRequired, type Preconditions } from './preconditions.js';
+import { conditionsHold, preconditionFailed, requireGuard, type Preconditions } from './preconditions.js';
 import { PICTURE_LIMITS, SLUG_PATTERN } from './schemas.js';
 import { PictureStore, type PictureHead, type PictureSummaryRow } from './store.js';
 import { checkSvg, SvgRefusal } from './svg/pipeline.js';
@@ -127,7 +127,7 @@ export class PictureService {
   }
 
   async save(projectId: string, slug: string, personId: string, write: PictureWrite, conditions: Preconditions): Promise<SaveResult> {
-    if (conditions.ifMatch === undefined && conditions.ifNoneMatch === undefined) throw preconditionRequired();
+    requireGuard(conditions, 'save');
     let head = await this.store.head(projectId, slug);
     if (!conditionsHold(conditions, head?.version)) throw preconditionFailed(head?.version);
     // Limits before work: a full project refuses a new picture before its SVG is read.
@@ -156,14 +156,14 @@ export class PictureService {
       head = await this.store.head(projectId, slug);
       if (!conditionsHold(conditions, head?.version)) throw preconditionFailed(head?.version);
     }
-    // Only a write that accepts any version (`If-Match: *`) can lose this often in a row.
+    // A write that names its version loses at most once; this is a changing head it cannot catch.
     throw preconditionFailed(head?.version);
   }
 
   async delete(projectId: string, slug: string, conditions: Preconditions): Promise<void> {
     let head = await this.store.head(projectId, slug);
     if (!head) throw notFound('no such picture');
-    if (conditions.ifMatch === undefined && conditions.ifNoneMatch === undefined) throw preconditionRequired();
+    requireGuard(conditions, 'delete');
     for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
       if (!conditionsHold(conditions, head.version)) throw preconditionFailed(head.version);
       const expected = head.version;
