@@ -1,4 +1,5 @@
 import type { AbilityBuilder } from '@casl/ability';
+import { projectsWithRole, WRITING_ROLES } from './project-membership.js';
 import type { Actor, AppAbility } from './subjects.js';
 
 /**
@@ -18,8 +19,8 @@ import type { Actor, AppAbility } from './subjects.js';
 export function pictureRules(actor: Actor, { can }: AbilityBuilder<AppAbility>): void {
   if (actor.kind === 'run-credential' || actor.personId === undefined) return;
   const inOrganisation = { organisationId: actor.organisationId };
-  const readable = [...actor.projectRoles.keys()];
-  const writable = [...actor.projectRoles].filter(([, role]) => role === 'owner' || role === 'contributor').map(([id]) => id);
+  const readable = projectsWithRole(actor);
+  const writable = projectsWithRole(actor, WRITING_ROLES);
   if (readable.length) can('read', 'Picture', { ...inOrganisation, projectId: { $in: readable } });
   if (writable.length) can(['create', 'update', 'delete'], 'Picture', { ...inOrganisation, projectId: { $in: writable } });
 }

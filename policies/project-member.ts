@@ -1,4 +1,5 @@
 import type { AbilityBuilder } from '@casl/ability';
+import { projectsWithRole } from './project-membership.js';
 import type { Actor, AppAbility } from './subjects.js';
 
 /**
@@ -18,9 +19,9 @@ export function projectMemberRules(actor: Actor, { can }: AbilityBuilder<AppAbil
   if (actor.role === 'owner' || actor.role === 'admin') {
     can('read', 'ProjectMember', inOrganisation);
   } else {
-    const readable = [...actor.projectRoles.keys()];
+    const readable = projectsWithRole(actor);
     if (readable.length) can('read', 'ProjectMember', { ...inOrganisation, projectId: { $in: readable } });
   }
-  const own = [...actor.projectRoles.keys()];
+  const own = projectsWithRole(actor);
   if (own.length) can('delete', 'ProjectMember', { ...inOrganisation, projectId: { $in: own }, personId: actor.personId });
 }

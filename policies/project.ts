@@ -1,4 +1,5 @@
 import type { AbilityBuilder } from '@casl/ability';
+import { projectsWithRole } from './project-membership.js';
 import type { Actor, AppAbility } from './subjects.js';
 
 /**
@@ -19,8 +20,8 @@ export function projectRules(actor: Actor, { can }: AbilityBuilder<AppAbility>):
     return;
   }
   if (isPerson && actor.role === 'member') can('create', 'Project', inOrganisation);
-  const readable = [...actor.projectRoles.keys()];
-  const owned = [...actor.projectRoles].filter(([, role]) => role === 'owner').map(([id]) => id);
+  const readable = projectsWithRole(actor);
+  const owned = projectsWithRole(actor, ['owner']);
   if (readable.length) can('read', 'Project', { ...inOrganisation, id: { $in: readable } });
   if (owned.length && isPerson) {
     can(['update', 'delete', 'manage-members'], 'Project', { ...inOrganisation, id: { $in: owned } });

@@ -96,6 +96,9 @@ export function matrixColumns(): MatrixColumn[] {
   for (const role of PROJECT_ROLES) {
     columns.push({ key: `project:${role}`, label: `project ${role}`, actor: actor('person', 'member', [[THEIR_PROJECT, role]]) });
   }
+  // Devices act in a project with their person's role there (policies/project-membership.ts).
+  columns.push({ key: 'device:project-viewer', label: 'device of project viewer', actor: actor('device', 'member', [[THEIR_PROJECT, 'viewer']]) });
+  columns.push({ key: 'device:project-contributor', label: 'device of project contributor', actor: actor('device', 'member', [[THEIR_PROJECT, 'contributor']]) });
   // A Cloud person whose sign-in methods vouch for an address, invited (or not) to a team.
   columns.push({ key: 'invitee', label: 'cloud session invited', actor: actor('cloud-session', 'member', [], { verifiedEmails: [CALLER_EMAIL] }) });
   return columns;
@@ -158,10 +161,11 @@ function samples(subject: string): Sample[] {
       ];
     case 'CloudAgentRun':
       return [
-        { label: 'its own runs', foreign: false, record: { id: THEIR_RUN, organisationId: OWN_ORGANISATION, deviceId: CALLING_DEVICE } },
-        { label: "other devices' runs", foreign: false, record: { id: OTHER_RUN, organisationId: OWN_ORGANISATION, deviceId: OTHER_DEVICE } },
-        { label: 'its run id elsewhere', foreign: true, record: { id: THEIR_RUN, organisationId: OTHER_ORGANISATION, deviceId: CALLING_DEVICE } },
-        { label: 'a run elsewhere', foreign: true, record: { id: OTHER_RUN, organisationId: OTHER_ORGANISATION, deviceId: OTHER_DEVICE } },
+        { label: 'its own runs in their projects', foreign: false, record: { id: THEIR_RUN, organisationId: OWN_ORGANISATION, projectId: THEIR_PROJECT, deviceId: CALLING_DEVICE } },
+        { label: 'its own runs in other projects', foreign: false, record: { id: THEIR_RUN, organisationId: OWN_ORGANISATION, projectId: OTHER_PROJECT, deviceId: CALLING_DEVICE } },
+        { label: "another device's run in their projects", foreign: false, record: { id: OTHER_RUN, organisationId: OWN_ORGANISATION, projectId: THEIR_PROJECT, deviceId: OTHER_DEVICE } },
+        { label: 'its run id elsewhere', foreign: true, record: { id: THEIR_RUN, organisationId: OTHER_ORGANISATION, projectId: THEIR_PROJECT, deviceId: CALLING_DEVICE } },
+        { label: 'a run elsewhere', foreign: true, record: { id: OTHER_RUN, organisationId: OTHER_ORGANISATION, projectId: OTHER_PROJECT, deviceId: OTHER_DEVICE } },
       ];
     case 'Policy':
       return [

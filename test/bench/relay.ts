@@ -74,7 +74,7 @@ async function seed(env: Record<string, string>): Promise<SeededRelay> {
     const person = { id: newId('usr'), name: 'Bench person', email: 'relay-bench@example.test', createdAt: systemClock.now() };
     await dataSource.manager.insert(PersonEntity, person);
     await dataSource.manager.insert(MembershipEntity, { organisationId: organisation.id, personId: person.id, role: 'member', createdAt: systemClock.now() });
-    const project = await platform.services.projects.create(organisation.id, { name: 'Relay bench' });
+    const project = await platform.services.projects.create(organisation.id, { name: 'Relay bench', owner: person.id });
     const device = await dataSource.transaction((manager) =>
       enrol(manager, platform, { organisationId: organisation.id, personId: person.id, name: 'Relay bench workbench', workspaceId: 'ws-relay-bench', dpopJkt: null }),
     );

@@ -33,7 +33,7 @@ beforeAll(async () => {
   origin = server.origin;
   host = `127.0.0.1:${server.port}`;
   personId = (await createPerson(platform, organisationId)).id;
-  projectId = (await platform.services.projects.create(organisationId, { name: 'Tools' })).id;
+  projectId = (await platform.services.projects.create(organisationId, { name: 'Tools', owner: personId })).id;
   device = await enrolDevice(platform, { organisationId, personId });
   // This file registers many runs for one person.
   await platform.services.policies.publishOrganisation(organisationId, { kind: 'person', personId }, { ...structuredClone(DEFAULT_POLICY), cloudAgents: { allowed: true, maxConcurrent: 1000 } });
@@ -280,6 +280,7 @@ describe('HTTP refusals', () => {
 
   it("401 at once when the run's person leaves or is removed from the organisation", async () => {
     const leaver = await createPerson(platform, organisationId);
+    await platform.services.projects.setMemberRole(organisationId, projectId, leaver.id, 'contributor');
     const laptop = await enrolDevice(platform, { organisationId, personId: leaver.id, name: "Leaver's laptop" });
     const run = await registerRun(laptop);
     expect((await mcpPost(run.runId, run.mcp.token, request(1))).status).toBe(200);
@@ -303,7 +304,7 @@ describe('the rate limit', () => {
     try {
       const id = (await createOrganisation(limited, { hosts: ['127.0.0.1'] })).id;
       const person = await createPerson(limited, id);
-      const project = (await limited.services.projects.create(id, { name: 'p' })).id;
+      const project = (await limited.services.projects.create(id, { name: 'p', owner: person.id })).id;
       const workbench = await enrolDevice(limited, { organisationId: id, personId: person.id });
       const runOf = async () =>
         (await call(limited, 'post', '/cloud-agents/v1/runs', { host: '127.0.0.1', headers: { Authorization: `Bearer ${workbench.tokens.access_token}` }, body: { provider: 'p', projectId: project, workspaceId: 'w', tools: ['t'] } })).body;

@@ -39,7 +39,8 @@ beforeAll(async () => {
   node = await enrolDevice(platform, { organisationId: organisation.id, personId, kind: 'node' });
   const stranger = await createPerson(platform, other.id);
   otherWorkbench = await enrolDevice(platform, { organisationId: other.id, personId: stranger.id });
-  projectId = (await platform.services.projects.create(organisation.id, { name: 'Billing' })).id;
+  projectId = (await platform.services.projects.create(organisation.id, { name: 'Billing', owner: personId })).id;
+  await platform.services.projects.setMemberRole(organisation.id, projectId, colleague.id, 'viewer');
   otherProjectId = (await platform.services.projects.create(other.id, { name: 'Theirs' })).id;
 });
 afterAll(() => platform.close());
@@ -126,7 +127,7 @@ describe('POST /cloud-agents/v1/runs', () => {
   });
 
   it('answers 404, not 500, when the project is deleted between the checks and the insert', async () => {
-    const doomed = (await platform.services.projects.create(organisation.id, { name: 'Doomed' })).id;
+    const doomed = (await platform.services.projects.create(organisation.id, { name: 'Doomed', owner: personId })).id;
     const { policies, projects } = platform.services;
     const effective = policies.effective.bind(policies);
     // The project and policy checks pass; then the project goes before the run is inserted.
@@ -152,6 +153,40 @@ describe('POST /cloud-agents/v1/runs', () => {
     expect(res.body).toMatchObject({ error: 'started_by_mismatch', field: 'body.startedBy' });
   });
 
+  it('answers 404 in a project the workbench\'s person holds no role in, as pictures do (and the projects API to the person); an organisation owner\'s workbench too', async () => {
+    const outsider = await createPerson(platform, organisation.id);
+    const owner = await createPerson(platform, organisation.id, 'owner');
+    const devices = [await enrolDevice(platform, { organisationId: organisation.id, personId: outsider.id }), await enrolDevice(platform, { organisationId: organisation.id, personId: owner.id })];
+    for (const device of devices) {
+      const res = await register(device, { ...full(), startedBy: undefined });
+      expect(res.status).toBe(404);
+      expect(res.body.error).toBe('not_found');
+      // The same person, the same project, the same answer everywhere they would act.
+      const pictures = `/projects/v1/${projectId}/pictures`;
+      expect((await call(platform, 'get', pictures, { host, headers: await deviceHeaders(device, 'GET', `http://${host}${pictures}`) })).status).toBe(404);
+    }
+    expect(await platform.dataSource.getRepository(CloudAgentRunEntity).countBy({ deviceId: devices[0]!.device.id })).toBe(0);
+    // A role in the project, any role, lets their workbench register there.
+    await platform.services.projects.setMemberRole(organisation.id, projectId, outsider.id, 'viewer');
+    expect((await register(devices[0]!, { ...full(), startedBy: undefined })).status).toBe(201);
+    await endAllRuns();
+  });
+
+  it('leaves the project\'s policy readable by every device of the organisation: its stricter rules reach whoever works there', async () => {
+    const strict = (await platform.services.projects.create(organisation.id, { name: 'Strict', owner: personId })).id;
+    await platform.services.policies.publishProject(organisation.id, strict, { kind: 'person', personId }, { cloudAgents: { allowed: false } });
+    const outsider = await createPerson(platform, organisation.id);
+    const device = await enrolDevice(platform, { organisationId: organisation.id, personId: outsider.id });
+    const path = `/policy/v1?projectId=${strict}`;
+    for (const reader of [device, workbench]) {
+      const res = await call(platform, 'get', path, { host, headers: await deviceHeaders(reader, 'GET', `http://${host}/policy/v1`) });
+      expect(res.status).toBe(200);
+      expect(res.body.policy.cloudAgents.allowed).toBe(false);
+    }
+    // Another organisation's device does not read it.
+    expect((await call(platform, 'get', path, { host: otherHost, headers: await deviceHeaders(otherWorkbench, 'GET', `http://${otherHost}/policy/v1`) })).status).toBe(404);
+  });
+
   it("answers 404 for another organisation's project, or one that does not exist", async () => {
     for (const id of [otherProjectId, 'prj_doesnotexist0000']) {
       const res = await register(workbench, { ...full(), projectId: id });
@@ -167,7 +202,7 @@ describe('POST /cloud-agents/v1/runs', () => {
     expect(res.body.error).toBe('cloud_agents_disabled');
 
     await publish({ allowed: true, maxConcurrent: 5 });
-    const closed = (await platform.services.projects.create(organisation.id, { name: 'Closed' })).id;
+    const closed = (await platform.services.projects.create(organisation.id, { name: 'Closed', owner: personId })).id;
     await platform.services.policies.publishProject(organisation.id, closed, { kind: 'person', personId }, { cloudAgents: { allowed: false } });
     expect((await register(workbench, { ...full(), projectId: closed })).body.error).toBe('cloud_agents_disabled');
     expect((await register(workbench, full())).status).toBe(201);
@@ -259,7 +294,7 @@ describe('POST /cloud-agents/v1/runs', () => {
       const id = (await createOrganisation(cloud)).id;
       const person = await createPerson(cloud, id);
       const device = await enrolDevice(cloud, { organisationId: id, personId: person.id });
-      const project = (await cloud.services.projects.create(id, { name: 'p' })).id;
+      const project = (await cloud.services.projects.create(id, { name: 'p', owner: person.id })).id;
       const res = await call(cloud, 'post', '/cloud-agents/v1/runs', { host: 'evil.example', headers: headers(device), body: { provider: 'codex', projectId: project, workspaceId: 'w', tools: ['t'] } });
       expect(res.status).toBe(201);
       expect(res.body.mcp.url).toBe(`https://api.platform.test/cloud-agents/v1/runs/${res.body.runId}/mcp`);

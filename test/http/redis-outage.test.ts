@@ -42,7 +42,7 @@ describe('when Redis is configured but unreachable', () => {
   it('refuses MCP requests with 503 rather than leaving a run unlimited', async () => {
     const person = await createPerson(platform, organisationId);
     const device = await enrolDevice(platform, { organisationId, personId: person.id });
-    const projectId = (await platform.services.projects.create(organisationId, { name: 'p' })).id;
+    const projectId = (await platform.services.projects.create(organisationId, { name: 'p', owner: person.id })).id;
     const run = await call(platform, 'post', '/cloud-agents/v1/runs', {
       host,
       headers: await deviceHeaders(device, 'POST', ''),

@@ -48,7 +48,7 @@ beforeAll(async () => {
   const organisationId = (await seeding.services.organisations.create({ name: 'Replicas', kind: 'enterprise', hosts: ['127.0.0.1'] })).id;
   const seeder = { ...seeding, dataSource, clock: systemClock } as unknown as TestPlatform;
   const personId = (await createPerson(seeder, organisationId)).id;
-  projectId = (await seeding.services.projects.create(organisationId, { name: 'Shared' })).id;
+  projectId = (await seeding.services.projects.create(organisationId, { name: 'Shared', owner: personId })).id;
   device = await enrolDevice(seeder, { organisationId, personId });
   await dataSource.destroy();
 

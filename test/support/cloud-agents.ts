@@ -21,7 +21,7 @@ export interface MintedRun {
  */
 export async function mintRun(platform: TestPlatform, organisationId: string, options: { workbench?: EnrolledDevice } = {}): Promise<MintedRun> {
   const workbench = options.workbench ?? (await enrolDevice(platform, { organisationId, personId: (await createPerson(platform, organisationId)).id }));
-  const project = await platform.services.projects.create(organisationId, { name: `Runs ${workbench.device.id}` });
+  const project = await platform.services.projects.create(organisationId, { name: `Runs ${workbench.device.id}`, owner: workbench.device.personId });
   const { device } = workbench;
   const registered: RegisteredRun = await platform.services.cloudAgents.register(
     { kind: 'device', organisationId, personId: device.personId, role: undefined, deviceId: device.id, deviceKind: 'workbench', scopes: device.scope.split(' ') },

@@ -97,24 +97,37 @@ describe('policies: project', () => {
 
 describe('policies: cloud agent runs', () => {
   const run = (id: string, deviceId: string, organisationId = ORG) => subject('CloudAgentRun', { id, organisationId, deviceId });
-  const workbench: Actor = { ...actor('device', undefined), deviceId: 'dev_1', deviceKind: 'workbench' };
+  const inProject = (projectId: string, organisationId = ORG) => subject('CloudAgentRun', { organisationId, projectId });
+  const workbench: Actor = { ...actor('device', undefined), deviceId: 'dev_1', deviceKind: 'workbench', projectRoles: new Map([['prj_mine', 'viewer']]) };
   const node: Actor = { ...actor('device', undefined), deviceId: 'dev_2', deviceKind: 'node' };
   const credential: Actor = { ...actor('run-credential', undefined), deviceId: 'dev_1', runId: 'run_1' };
 
-  it('lets a workbench register runs in its organisation, and report and end only its own', () => {
+  it('lets a workbench register runs in the projects its person holds a role in, and report and end only its own', () => {
     const ability = defineAbilityFor(workbench);
-    expect(ability.can('create', subject('CloudAgentRun', { organisationId: ORG }) as never)).toBe(true);
-    expect(ability.can('create', subject('CloudAgentRun', { organisationId: OTHER_ORG }) as never)).toBe(false);
+    expect(ability.can('create', inProject('prj_mine') as never)).toBe(true);
+    expect(ability.can('create', inProject('prj_theirs') as never)).toBe(false);
+    expect(ability.can('create', inProject('prj_mine', OTHER_ORG) as never)).toBe(false);
+    expect(ability.can('create', subject('CloudAgentRun', { organisationId: ORG }) as never)).toBe(false);
     expect(ability.can('update', run('run_1', 'dev_1') as never)).toBe(true);
     expect(ability.can('update', run('run_9', 'dev_9') as never)).toBe(false);
     expect(ability.can('update', run('run_1', 'dev_1', OTHER_ORG) as never)).toBe(false);
     expect(ability.can('relay', run('run_1', 'dev_1') as never)).toBe(false);
   });
 
+  it('never lets an organisation role stand in for a project role: an owner\'s or admin\'s workbench outside the project registers nothing there', () => {
+    for (const role of ['owner', 'admin', 'member'] as const) {
+      const outside = defineAbilityFor({ ...workbench, role, projectRoles: new Map() });
+      expect(outside.can('create', inProject('prj_mine') as never)).toBe(false);
+      // Still a workbench: the rule exists (a node's refusal is another answer, 403).
+      expect(outside.can('create', 'CloudAgentRun')).toBe(true);
+    }
+  });
+
   it('never lets a node register, report or end a run, whoever approved it', () => {
     for (const role of ['owner', 'admin', 'member'] as const) {
-      const ability = defineAbilityFor({ ...node, role });
-      expect(ability.can('create', subject('CloudAgentRun', { organisationId: ORG }) as never)).toBe(false);
+      const ability = defineAbilityFor({ ...node, role, projectRoles: new Map([['prj_mine', 'owner']]) });
+      expect(ability.can('create', inProject('prj_mine') as never)).toBe(false);
+      expect(ability.can('create', 'CloudAgentRun')).toBe(false);
       expect(ability.can('update', run('run_2', 'dev_2') as never)).toBe(false);
     }
   });
@@ -134,7 +147,7 @@ describe('policies: cloud agent runs', () => {
   it('does not hand one device the ability built for another (abilities are cached per caller)', () => {
     expect(defineAbilityFor(workbench).can('update', run('run_1', 'dev_1') as never)).toBe(true);
     expect(defineAbilityFor({ ...workbench, deviceId: 'dev_3' }).can('update', run('run_1', 'dev_1') as never)).toBe(false);
-    expect(defineAbilityFor({ ...workbench, deviceKind: 'node' }).can('create', subject('CloudAgentRun', { organisationId: ORG }) as never)).toBe(false);
+    expect(defineAbilityFor({ ...workbench, deviceKind: 'node' }).can('create', inProject('prj_mine') as never)).toBe(false);
   });
 });
 
@@ -271,6 +284,12 @@ describe('ability matrix', () => {
     expect(cell('Picture', 'update', 'project:viewer').grant).toBe('none');
     expect(cell('Picture', 'update', 'project:contributor')).toMatchObject({ grant: 'some', only: ['in their projects'] });
     expect(cell('Picture', 'read', 'person:owner').grant).toBe('none');
+    // Project membership is one rule: a device registers runs only where its person has a role.
+    expect(cell('CloudAgentRun', 'create', 'device:owner').grant).toBe('none');
+    expect(cell('CloudAgentRun', 'create', 'device:project-viewer').only).toEqual(expect.arrayContaining(['its own runs in their projects']));
+    expect(cell('CloudAgentRun', 'create', 'device:project-viewer').only).not.toContain('its own runs in other projects');
+    expect(cell('Picture', 'read', 'device:owner').grant).toBe('none');
+    expect(cell('Picture', 'read', 'device:project-viewer')).toMatchObject({ grant: 'some', only: ['in their projects'] });
   });
 
   it('finds no grant that reaches into another organisation', () => {

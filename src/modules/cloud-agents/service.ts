@@ -1,9 +1,9 @@
 import { subject } from '@casl/ability';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
-import { abilityOf } from '../../../policies/index.js';
+import { abilityOf, defineAbilityFor } from '../../../policies/index.js';
 import { audit, actorOf } from '../../audit.js';
-import type { Principal } from '../../auth/principal.js';
+import type { Principal, ProjectRole } from '../../auth/principal.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import { ApiError, conflict, invalidRequest, notFound } from '../../http/errors.js';
 import type { Clock } from '../../util/clock.js';
@@ -56,8 +56,11 @@ export interface CloudAgentDependencies {
   dataSource: DataSource;
   clock: Clock;
   logger: Logger;
-  /** Throws 404 when the project is not the organisation's. */
-  projects: { get(organisationId: string, projectId: string): Promise<unknown> };
+  /** `get` throws 404 when the project is not the organisation's; `rolesOf` is a person's project roles. */
+  projects: {
+    get(organisationId: string, projectId: string): Promise<unknown>;
+    rolesOf(organisationId: string, personId: string): Promise<Map<string, ProjectRole>>;
+  };
   policies: { effective(organisationId: string, projectId?: string): Promise<EffectivePolicy> };
   credentialMaxTtlSeconds: number;
 }
@@ -80,15 +83,16 @@ export class CloudAgentService {
 
   /**
    * Checks, in order: a workbench (403 `workbench_required`), `startedBy` is the device's person
-   * (403 `started_by_mismatch`), the project is the organisation's (404), the project's
-   * effective policy allows runs (403 `cloud_agents_disabled`), the requested expiry is ahead
-   * (400), and the person has fewer than `maxConcurrent` runs going (409 `max_concurrent_runs`),
-   * counted and inserted under the person's lock so two registrations at the limit cannot both
-   * pass.
+   * (403 `started_by_mismatch`), the project is the organisation's and the device's person holds
+   * a role in it (404 either way: policies/project-membership.ts), the project's effective
+   * policy allows runs (403 `cloud_agents_disabled`), the requested expiry is ahead (400), and
+   * the person has fewer than `maxConcurrent` runs going (409 `max_concurrent_runs`), counted and
+   * inserted under the person's lock so two registrations at the limit cannot both pass.
    */
   async register(principal: Principal, input: RunRegistration, mcpUrlOf: (runId: string) => string): Promise<RegisteredRun> {
     const organisationId = principal.organisationId;
-    if (!ability(principal).can('create', subject('CloudAgentRun', { organisationId }) as never)) {
+    // The rule exists, whatever its conditions, for workbenches only (policies/cloud-agent.ts).
+    if (!ability(principal).can('create', 'CloudAgentRun')) {
       throw new ApiError(403, 'workbench_required', 'only a workbench registers cloud agent runs; nodes do not');
     }
     const personId = principal.personId;
@@ -97,6 +101,11 @@ export class CloudAgentService {
       throw new ApiError(403, 'started_by_mismatch', "startedBy must be the device's own person", { extra: { field: 'body.startedBy' } });
     }
     await this.deps.projects.get(organisationId, input.projectId);
+    const inProject = defineAbilityFor({ ...principal, projectRoles: await this.deps.projects.rolesOf(organisationId, personId) });
+    if (!inProject.can('create', subject('CloudAgentRun', { organisationId, projectId: input.projectId }) as never)) {
+      // As the projects API and pictures answer the same person: as if there were no such project.
+      throw notFound('no such project');
+    }
     const { policy } = await this.deps.policies.effective(organisationId, input.projectId);
     if (!policy.cloudAgents.allowed) {
       throw new ApiError(403, 'cloud_agents_disabled', "the project's policy does not allow cloud agent runs");
