@@ -35,6 +35,7 @@ export function authentication(resolvers: readonly TokenResolver[], deployment: 
       let kind: TokenKindLabel = 'none';
       try {
         const header = req.headers.authorization;
+        if (header === undefined && route.authOptional) return next();
         const credential = parseAuthorization(header);
         // RFC 6750 3.1: a request without credentials gets a bare challenge; one that sent a
         // token we cannot use is told `invalid_token`, so a client knows to get a new one.

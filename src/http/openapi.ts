@@ -186,7 +186,9 @@ function operation(route: RouteDefinition, profile: DeploymentProfile): Record<s
     description: 'Unexpected failure (500 `internal_error`); no detail is given. Quote the `X-Request-Id` when reporting it.',
     content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
   };
-  const security = acceptedKinds(route, profile).flatMap((kind) => SCHEMES_BY_KIND[kind].map((scheme) => ({ [scheme]: [] })));
+  const security: Record<string, never[]>[] = acceptedKinds(route, profile).flatMap((kind) => SCHEMES_BY_KIND[kind].map((scheme) => ({ [scheme]: [] })));
+  // An optional token: the empty requirement says the operation is also called without one.
+  if (route.authOptional && security.length) security.push({});
   const op: Record<string, unknown> = {
     operationId: route.operationId,
     summary: route.summary,

@@ -86,6 +86,13 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
   /** Token kinds accepted, or 'public'. */
   auth: readonly TokenKind[] | 'public';
   /**
+   * A request without an `Authorization` header passes authentication with no principal (the
+   * handler decides what that allows); one that sends a token must send an accepted, valid one
+   * (401 otherwise). The token endpoint uses it: a link flow's code is exchanged with the
+   * session's access token, any other code without one.
+   */
+  authOptional?: true;
+  /**
    * `false`: the handler never reads or writes the database. The route then answers 503
    * `unavailable` for a database outage only where the edge reads it on the way (the tenant by
    * host name on self-hosted, an access token's record). Every other route answers it (the edge

@@ -24,7 +24,7 @@ const linkTicket = async (token: string) => (await call(platform, 'post', '/clou
 
 /** A person whose only sign-in method brings no email address (a GitHub account without a verified one). */
 async function personWithoutEmail() {
-  const { personId, methodId } = await platform.services.signIn.resolvePerson('github', { subject: `gh-${++count}`, email: undefined, emailVerified: false, name: 'No Mail' }, undefined);
+  const { personId, methodId } = await platform.services.signIn.resolvePerson('github', { subject: `gh-${++count}`, email: undefined, emailVerified: false, name: 'No Mail' });
   const tokens = await platform.dataSource.transaction((manager) =>
     platform.services.sessions.start(manager, { id: newId('ses'), personId, client: 'console', signInMethodId: methodId }),
   );
@@ -130,7 +130,7 @@ describe('sign-in methods', () => {
     const second = address('second');
     const viaFirst = await emailSignIn(platform, first);
     platform.clock.advance(1000);
-    await emailSignIn(platform, second, { link: await linkTicket(viaFirst.access_token) });
+    await emailSignIn(platform, second, { link: await linkTicket(viaFirst.access_token), session: viaFirst.access_token });
     const viaSecond = await emailSignIn(platform, second);
     const anotherViaFirst = await emailSignIn(platform, first);
     expect(viaSecond.personId).toBe(viaFirst.personId);
@@ -216,7 +216,7 @@ describe('DELETE /cloud/v1/me', () => {
     expect((await db.getRepository(JoinKeyEntity).findOneByOrFail({ id: key.body.joinKey.id })).revokedAt).not.toBeNull();
     // At once: the session and the devices are refused on their next request.
     expect((await me(leaver.access_token)).status).toBe(401);
-    expect((await call(platform, 'post', '/auth/v1/token', { body: { grant_type: 'refresh_token', refresh_token: leaver.refresh_token } })).body.error).toBe('invalid_grant');
+    expect((await call(platform, 'post', '/auth/v1/token', { body: { grant_type: 'refresh_token', refresh_token: leaver.refresh_token, client_id: 'console' } })).body.error).toBe('invalid_grant');
     expect((await deviceOrganisation()).status).toBe(401);
     expect((await call(platform, 'get', '/platform/v1/organisation', { headers: await deviceHeaders(personalDevice, 'GET', '/platform/v1/organisation') })).status).toBe(401);
     // The stayer's team goes on.

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request, { type Response } from 'supertest';
 import { BASE_URL, createTeam, emailSignIn, lastMailTo, pkce, startCloud, type CloudPlatform, type SignedIn } from '../support/cloud.js';
 import { FakeOAuthProvider } from '../support/oauth2-server.js';
+import { CookieJar } from '../support/cookie-jar.js';
 import { call } from '../support/platform.js';
 import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
 
@@ -30,30 +31,17 @@ afterAll(async () => {
   await github?.close();
 });
 
-interface Browser {
-  cookie: string | undefined;
-}
-
-function remember(browser: Browser, res: Response): void {
-  for (const line of ([] as string[]).concat(res.headers['set-cookie'] ?? [])) {
-    const pair = line.split(';')[0]!;
-    browser.cookie = pair.endsWith('=') ? undefined : pair;
-  }
-}
+type Browser = CookieJar;
 
 async function get(browser: Browser, path: string): Promise<Response> {
-  let test = request(platform.app).get(path);
-  if (browser.cookie) test = test.set('Cookie', browser.cookie);
-  const res = await test;
-  remember(browser, res);
+  const res = await request(platform.app).get(path).set(browser.headers());
+  browser.store(res.headers['set-cookie']);
   return res;
 }
 
 async function post(browser: Browser, path: string, form: Record<string, string>, origin = BASE_URL): Promise<Response> {
-  let test = request(platform.app).post(path).type('form').set('Origin', origin);
-  if (browser.cookie) test = test.set('Cookie', browser.cookie);
-  const res = await test.send(form);
-  remember(browser, res);
+  const res = await request(platform.app).post(path).type('form').set('Origin', origin).set(browser.headers()).send(form);
+  browser.store(res.headers['set-cookie']);
   return res;
 }
 
@@ -79,7 +67,7 @@ async function signInByEmail(browser: Browser, email: string, userCode: string):
 describe('signing in on the Cloud approval page', () => {
   it('offers every enabled provider and an emailed code, and lets the browser reach the providers only (CSP form-action)', async () => {
     const asked = await askForCode();
-    const res = await get({ cookie: undefined }, `/device?user_code=${asked.user_code}`);
+    const res = await get(new CookieJar(), `/device?user_code=${asked.user_code}`);
     expect(res.status).toBe(200);
     expect(title(res)).toBe('Sign in to connect a device');
     expect(res.text).toContain('Continue with GitHub');
@@ -90,10 +78,10 @@ describe('signing in on the Cloud approval page', () => {
 
   it('with an emailed code: a wrong code is shown again with a note, the right one signs in; then approve into a team', async () => {
     const asked = await askForCode();
-    const browser: Browser = { cookie: undefined };
+    const browser = new CookieJar();
     const started = await post(browser, '/device/sign-in', { provider: 'email', email: 'page-member@example.test', user_code: asked.user_code });
     expect(title(started)).toBe('Enter your code');
-    expect(browser.cookie).toMatch(/^__Host-platform_device=platform_ws_/);
+    expect(browser.get('__Host-platform_device')).toMatch(/^platform_ws_/);
     const digits = (await lastMailTo(platform.outbox, 'page-member@example.test')).digits!;
     const wrong = await post(browser, '/device/email-code', { code: String((Number(digits) + 1) % 1_000_000).padStart(6, '0') });
     expect(wrong.status).toBe(400);
@@ -118,7 +106,7 @@ describe('signing in on the Cloud approval page', () => {
 
   it('with a provider: the page sends the browser there, and the Cloud callback brings it back signed in', async () => {
     const asked = await askForCode();
-    const browser: Browser = { cookie: undefined };
+    const browser = new CookieJar();
     github.user = { id: 8080, name: 'Page Octo', emails: [{ email: 'page-owner@example.test', primary: true, verified: true }] };
     const started = await post(browser, '/device/sign-in', { provider: 'github', user_code: asked.user_code });
     expect(started.status).toBe(303);
@@ -141,9 +129,26 @@ describe('signing in on the Cloud approval page', () => {
     expect(shown.text).toContain(`<option value="${team.id}">Page Team</option>`);
   });
 
+  it('binds its provider sign-in to the browser like any other: finished in another browser, nobody is signed in there', async () => {
+    const asked = await askForCode();
+    const starter = new CookieJar();
+    const other = new CookieJar();
+    github.user = { id: 8181, name: 'Lured', emails: [{ email: 'lured-page@example.test', primary: true, verified: true }] };
+    const started = await post(starter, '/device/sign-in', { provider: 'github', user_code: asked.user_code });
+    expect(starter.get('__Host-platform_flow')).toMatch(/^platform_fb_/);
+    const back = await github.authorize(started.headers.location!);
+    const callback = await get(other, `${back.pathname}${back.search}`);
+    const toPage = new URL(callback.headers.location!);
+    expect(toPage.searchParams.get('error')).toBe('access_denied');
+    expect(toPage.searchParams.get('code')).toBeNull();
+    // The starter's browser cannot finish it either now: the flow is spent.
+    expect((await get(starter, `${back.pathname}${back.search}`)).status).toBe(400);
+    expect(title(await get(other, '/device'))).not.toBe('Approve this device?');
+  });
+
   it('offers only organisations where the person may approve the kind: a member sees no team for a node', async () => {
     const node = await askForCode('node');
-    const browser: Browser = { cookie: undefined };
+    const browser = new CookieJar();
     const shown = await signInByEmail(browser, 'page-member@example.test', node.user_code);
     expect(title(shown)).toBe('Approve this device?');
     expect(shown.text).not.toContain(team.id);
@@ -156,7 +161,7 @@ describe('signing in on the Cloud approval page', () => {
   });
 
   it('refuses a form from another site, a callback it did not start, and passes on a refusal at the provider', async () => {
-    const browser: Browser = { cookie: undefined };
+    const browser = new CookieJar();
     expect((await post(browser, '/device/sign-in', { provider: 'email', email: 'x@example.test' }, 'https://evil.test')).status).toBe(403);
     expect((await get(browser, '/device/callback?code=platform_sc_x&state=nope')).status).toBe(400);
     expect((await post(browser, '/device/email-code', { code: '123456' })).status).toBe(400);
@@ -183,7 +188,7 @@ describe('signing in on the Cloud approval page', () => {
 
   it('signs out', async () => {
     const asked = await askForCode();
-    const browser: Browser = { cookie: undefined };
+    const browser = new CookieJar();
     const shown = await signInByEmail(browser, 'page-owner@example.test', asked.user_code);
     const csrf = /name="csrf" value="([^"]+)"/.exec(shown.text)![1]!;
     expect((await post(browser, '/device/sign-out', { csrf })).status).toBe(303);

@@ -240,16 +240,24 @@ describe('adding an address with a link ticket', () => {
     expect(mail.text).toContain('Your code to add this email address to your Platform account:');
     const verified = await verify(second, mail.digits);
     expect(verified.status).toBe(200);
-    const me = await call(platform, 'get', '/cloud/v1/me', { headers: bearer(owner.access_token) });
-    expect(me.body.signInMethods.map((method: { email: string }) => method.email)).toEqual([expect.any(String), second]);
+    // Nothing is added until the owner's session exchanges the code.
+    const before = await call(platform, 'get', '/cloud/v1/me', { headers: bearer(owner.access_token) });
+    expect(before.body.signInMethods).toHaveLength(1);
     // Single use.
     const again = await start(newAddress(), { link: ticket.body.ticket });
     expect(again.status).toBe(400);
     expect(again.body).toMatchObject({ error: 'invalid_request', field: 'body.link' });
-    // The one-time code signs the same person in.
-    const token = await call(platform, 'post', '/auth/v1/token', { body: { grant_type: 'authorization_code', code: verified.body.code, code_verifier: verifier, redirect_uri: CONSOLE_REDIRECT } });
+    // Exchanged with the owner's session, the code adds the address and answers a session of the owner's.
+    const token = await call(platform, 'post', '/auth/v1/token', {
+      headers: bearer(owner.access_token),
+      body: { grant_type: 'authorization_code', code: verified.body.code, code_verifier: verifier, redirect_uri: CONSOLE_REDIRECT },
+    });
+    expect(token.status).toBe(200);
     const viaSecond = await call(platform, 'get', '/cloud/v1/me', { headers: bearer(token.body.access_token) });
     expect(viaSecond.body.id).toBe(owner.personId);
+    expect(viaSecond.body.signInMethods.map((method: { email: string }) => method.email)).toEqual([expect.any(String), second]);
+    // And the address signs the owner in from now on.
+    expect((await emailSignIn(platform, second)).personId).toBe(owner.personId);
   });
 
   it('expires after five minutes', async () => {
@@ -278,7 +286,7 @@ describe('adding an address with a link ticket', () => {
 describe('an address another person signs in with through a provider', () => {
   it('cannot be added to someone else: 409 already_linked', async () => {
     const address = newAddress();
-    const holder = await platform.services.signIn.resolvePerson('github', { subject: `gh-${address}`, email: address, emailVerified: true, name: 'Holder' }, undefined);
+    const holder = await platform.services.signIn.resolvePerson('github', { subject: `gh-${address}`, email: address, emailVerified: true, name: 'Holder' });
     const owner = await emailSignIn(platform, newAddress());
     const ticket = await call(platform, 'post', '/cloud/v1/me/sign-in-methods/link', { headers: bearer(owner.access_token) });
     expect((await start(address, { link: ticket.body.ticket })).status).toBe(202);

@@ -12,6 +12,7 @@ import {
 } from '../support/cloud.js';
 import { TestIdentityProvider } from '../support/idp.js';
 import { FakeOAuthProvider } from '../support/oauth2-server.js';
+import { CookieJar } from '../support/cookie-jar.js';
 import { call } from '../support/platform.js';
 
 /**
@@ -61,32 +62,35 @@ interface Started {
   verifier: string;
   challenge: string;
   location: URL;
+  /** The browser that opened the start (its cookies). */
+  browser: CookieJar;
 }
 
-async function startAt(provider: string, extra: Record<string, string> = {}): Promise<Started> {
+async function startAt(provider: string, extra: Record<string, string> = {}, browser = new CookieJar()): Promise<Started> {
   const { verifier, challenge } = await pkce();
   const query = new URLSearchParams({ provider, client: 'console', redirect_uri: CONSOLE_REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', state: 'client-state', ...extra });
-  const res = await call(platform, 'get', `/auth/v1/start?${query}`);
+  const res = await call(platform, 'get', `/auth/v1/start?${query}`, { headers: browser.headers() });
   expect(res.status).toBe(302);
-  return { verifier, challenge, location: new URL(res.headers.location!) };
+  browser.store(res.headers['set-cookie']);
+  return { verifier, challenge, location: new URL(res.headers.location!), browser };
 }
 
-/** Through the provider (as `login` for the OpenID providers) and back through our callback. */
-async function throughProvider(provider: Provider, started: Started, login = 'someone'): Promise<URL> {
+/** Through the provider (as `login` for the OpenID providers) and back through our callback, in `browser` (the one that started, unless told). */
+async function throughProvider(provider: Provider, started: Started, login = 'someone', browser = started.browser): Promise<URL> {
   const back =
     provider === 'google' ? await google.authorize(started.location.href, login)
     : provider === 'microsoft' ? await microsoft.authorize(started.location.href, login)
     : provider === 'github' ? await github.authorize(started.location.href)
     : await facebook.authorize(started.location.href);
   expect(`${back.origin}${back.pathname}`).toBe(`${BASE_URL}/auth/v1/callback/${provider}`);
-  const res = await call(platform, 'get', `${back.pathname}${back.search}`);
+  const res = await call(platform, 'get', `${back.pathname}${back.search}`, { headers: browser.headers() });
   expect(res.status).toBe(302);
   expect(res.headers['cache-control']).toBe('no-store');
   return new URL(res.headers.location!);
 }
 
-async function exchange(code: string, verifier: string, extra: Record<string, string> = {}) {
-  return call(platform, 'post', '/auth/v1/token', { body: { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: CONSOLE_REDIRECT, ...extra } });
+async function exchange(code: string, verifier: string, extra: Record<string, string> = {}, headers: Record<string, string> = {}) {
+  return call(platform, 'post', '/auth/v1/token', { headers, body: { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: CONSOLE_REDIRECT, ...extra } });
 }
 
 /** A whole sign-in: the person it signed in, and their tokens. */
@@ -98,6 +102,14 @@ async function signIn(provider: Provider, login?: string, extra: Record<string, 
   expect(token.status).toBe(200);
   const me = await call(platform, 'get', '/cloud/v1/me', { headers: bearer(token.body.access_token) });
   return { tokens: token.body, me: me.body };
+}
+
+/** A link of `provider` by its owner: the ticket, the flow in the owner's browser, the code exchanged with the owner's session. */
+async function link(provider: Provider, owner: { access_token: string }, login?: string) {
+  const ticket = (await call(platform, 'post', '/cloud/v1/me/sign-in-methods/link', { headers: bearer(owner.access_token) })).body.ticket as string;
+  const started = await startAt(provider, { link: ticket });
+  const back = await throughProvider(provider, started, login);
+  return { ticket, started, back, token: back.searchParams.get('code') ? await exchange(back.searchParams.get('code')!, started.verifier, {}, bearer(owner.access_token)) : undefined };
 }
 
 function expectRedirectError(location: URL, error: string, state: string | null = 'client-state'): void {
@@ -202,8 +214,9 @@ describe('GET /auth/v1/start: the request', () => {
     const { verifier, challenge } = await pkce();
     const query = new URLSearchParams({ provider: 'github', client: 'mobile', redirect_uri: MOBILE_REDIRECT, code_challenge: challenge, state: 'm' });
     const res = await call(platform, 'get', `/auth/v1/start?${query}`);
+    const browser = new CookieJar().store(res.headers['set-cookie']);
     const back = await github.authorize(res.headers.location!);
-    const done = await call(platform, 'get', `${back.pathname}${back.search}`);
+    const done = await call(platform, 'get', `${back.pathname}${back.search}`, { headers: browser.headers() });
     const location = new URL(done.headers.location!);
     expect(location.protocol).toBe('com.example.platform:');
     const token = await call(platform, 'post', '/auth/v1/token', {
@@ -260,7 +273,7 @@ describe('OpenID Connect providers (Google, Microsoft)', () => {
   it('passes a refusal at the provider back to the client as access_denied with its state', async () => {
     const started = await startAt('google');
     const back = await google.authorize(started.location.href, 'x', { cancel: true });
-    const res = await call(platform, 'get', `${back.pathname}${back.search}`);
+    const res = await call(platform, 'get', `${back.pathname}${back.search}`, { headers: started.browser.headers() });
     expectRedirectError(new URL(res.headers.location!), 'access_denied');
   });
 
@@ -321,10 +334,10 @@ describe('the callback', () => {
     const started = await startAt('github');
     const back = await github.authorize(started.location.href);
     // Another provider's callback cannot finish it (a mix-up), and does not use it up.
-    const mixedUp = await call(platform, 'get', `/auth/v1/callback/facebook${back.search}`);
+    const mixedUp = await call(platform, 'get', `/auth/v1/callback/facebook${back.search}`, { headers: started.browser.headers() });
     expect(mixedUp.status).toBe(400);
-    expect((await call(platform, 'get', `${back.pathname}${back.search}`)).status).toBe(302);
-    const replayed = await call(platform, 'get', `${back.pathname}${back.search}`);
+    expect((await call(platform, 'get', `${back.pathname}${back.search}`, { headers: started.browser.headers() })).status).toBe(302);
+    const replayed = await call(platform, 'get', `${back.pathname}${back.search}`, { headers: started.browser.headers() });
     expect(replayed.status).toBe(400);
     expect(replayed.body.error).toBe('invalid_request');
   });
@@ -333,39 +346,43 @@ describe('the callback', () => {
     const started = await startAt('github');
     const back = await github.authorize(started.location.href);
     platform.clock.advance(600_000);
-    expect((await call(platform, 'get', `${back.pathname}${back.search}`)).status).toBe(400);
+    expect((await call(platform, 'get', `${back.pathname}${back.search}`, { headers: started.browser.headers() })).status).toBe(400);
   });
 
   it('sends the provider\'s code nowhere but to the provider: a forged code fails there and the client hears server_error', async () => {
     const started = await startAt('github');
     const back = await github.authorize(started.location.href);
     back.searchParams.set('code', 'forged');
-    const res = await call(platform, 'get', `${back.pathname}${back.search}`);
+    const res = await call(platform, 'get', `${back.pathname}${back.search}`, { headers: started.browser.headers() });
     expectRedirectError(new URL(res.headers.location!), 'server_error');
   });
 });
 
 describe('linking a provider with a link ticket', () => {
-  it('adds the provider to the signed-in person, and refuses one that signs in to someone else with already_linked', async () => {
+  it('adds the provider to the owner when the owner\'s session exchanges the code, and refuses one that signs in to someone else with already_linked', async () => {
     const owner = await emailSignIn(platform, 'linker@example.test');
-    const ticket = (await call(platform, 'post', '/cloud/v1/me/sign-in-methods/link', { headers: bearer(owner.access_token) })).body.ticket as string;
     github.user = { id: 9001, name: 'Linker', emails: [{ email: 'linker@github.test', primary: true, verified: true }] };
-    const linked = await signIn('github', undefined, { link: ticket });
-    expect(linked.me.id).toBe(owner.personId);
-    expect(linked.me.signInMethods.map((method: { provider: string }) => method.provider).sort()).toEqual(['email', 'github']);
+    const linked = await link('github', owner);
+    expect(linked.back.searchParams.get('error')).toBeNull();
+    expect(linked.token!.status).toBe(200);
+    const me = await call(platform, 'get', '/cloud/v1/me', { headers: bearer(linked.token!.body.access_token) });
+    expect(me.body.id).toBe(owner.personId);
+    expect(me.body.signInMethods.map((method: { provider: string }) => method.provider).sort()).toEqual(['email', 'github']);
+    // From now on GitHub signs the owner in.
+    expect((await signIn('github')).me.id).toBe(owner.personId);
 
-    // An account that already signs in to another person cannot be linked.
+    // An account that already signs in to another person cannot be linked: told in the browser already.
     github.user = { id: 4242, emails: [] };
     const second = (await call(platform, 'post', '/cloud/v1/me/sign-in-methods/link', { headers: bearer(owner.access_token) })).body.ticket as string;
     const started = await startAt('github', { link: second });
     expectRedirectError(await throughProvider('github', started), 'already_linked');
-    // The ticket is used once, at the start.
+    // The ticket starts one flow, whatever becomes of it.
     const reused = await call(platform, 'get', `/auth/v1/start?${new URLSearchParams({ provider: 'github', client: 'console', redirect_uri: CONSOLE_REDIRECT, code_challenge: started.challenge, state: 'client-state', link: second })}`);
     expectRedirectError(new URL(reused.headers.location!), 'invalid_request');
     // Tickets, one-time codes and states travel in addresses; the request log shows none of them.
     const logs = JSON.stringify(platform.logs);
     expect(logs).toContain('link=[REDACTED]');
-    for (const secret of [ticket, second, started.location.searchParams.get('state')!]) expect(logs).not.toContain(secret);
+    for (const secret of [linked.ticket, second, started.location.searchParams.get('state')!]) expect(logs).not.toContain(secret);
   });
 });
 
@@ -394,7 +411,7 @@ describe('the one-time code at POST /auth/v1/token', () => {
     const second = await exchange(code, verifier);
     expect(second.body.error).toBe('invalid_grant');
     expect((await call(platform, 'get', '/cloud/v1/me', { headers: bearer(first.body.access_token) })).status).toBe(401);
-    const refresh = await call(platform, 'post', '/auth/v1/token', { body: { grant_type: 'refresh_token', refresh_token: first.body.refresh_token } });
+    const refresh = await call(platform, 'post', '/auth/v1/token', { body: { grant_type: 'refresh_token', refresh_token: first.body.refresh_token, client_id: 'console' } });
     expect(refresh.body.error).toBe('invalid_grant');
   });
 

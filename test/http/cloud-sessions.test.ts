@@ -7,6 +7,7 @@ import { SessionTokenEntity } from '../../src/modules/signin/entities.js';
 import { hashSecret } from '../../src/util/secrets.js';
 import { bearer, CONSOLE_REDIRECT, emailSignIn, lastMailTo, MOBILE_REDIRECT, pkce, startCloud, type CloudPlatform } from '../support/cloud.js';
 import { FakeOAuthProvider } from '../support/oauth2-server.js';
+import { CookieJar } from '../support/cookie-jar.js';
 import { call } from '../support/platform.js';
 
 /**
@@ -65,8 +66,9 @@ async function clientSignIn(clientId: 'console' | 'mobile', account = 1): Promis
   })) start.searchParams.set(name, value);
   github.user = { id: account, name: `Account ${account}`, emails: [] };
   const toProvider = await fetch(start, { redirect: 'manual' });
+  const browser = new CookieJar().store(toProvider.headers.getSetCookie());
   const back = await github.authorize(toProvider.headers.get('location')!);
-  const toClient = await fetch(back, { redirect: 'manual' });
+  const toClient = await fetch(back, { redirect: 'manual', headers: browser.headers() });
   const params = oauth.validateAuthResponse(as, client, new URL(toClient.headers.get('location')!), state);
   const response = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri, verifier, allowHttp);
   const tokens = await oauth.processAuthorizationCodeResponse(as, client, response);
@@ -82,7 +84,7 @@ async function clientRefresh(clientId: 'console' | 'mobile', refreshToken: strin
   return tokens;
 }
 
-const refresh = (refreshToken: string) => call(platform, 'post', '/auth/v1/token', { body: { grant_type: 'refresh_token', refresh_token: refreshToken } });
+const refresh = (refreshToken: string) => call(platform, 'post', '/auth/v1/token', { body: { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: 'console' } });
 const me = (accessToken: string) => call(platform, 'get', '/cloud/v1/me', { headers: bearer(accessToken) });
 
 describe('the code exchange and refresh, as clients drive them (oauth4webapi)', () => {
@@ -187,7 +189,7 @@ describe('rotation and replay', () => {
     const strict = await startCloud({ env: { AUTH_REFRESH_GRACE_SECONDS: '0' } });
     try {
       const session = await emailSignIn(strict, 'strict@example.test');
-      const answers = await Promise.all([1, 2].map(() => call(strict, 'post', '/auth/v1/token', { body: { grant_type: 'refresh_token', refresh_token: session.refresh_token } })));
+      const answers = await Promise.all([1, 2].map(() => call(strict, 'post', '/auth/v1/token', { body: { grant_type: 'refresh_token', refresh_token: session.refresh_token, client_id: 'console' } })));
       expect(answers.map((answer) => answer.status).sort()).toEqual([200, 400]);
       const winner = answers.find((answer) => answer.status === 200)!;
       expect((await call(strict, 'get', '/cloud/v1/me', { headers: bearer(winner.body.access_token) })).status).toBe(401);
@@ -238,7 +240,7 @@ describe('the token endpoint refuses', () => {
 
   it('takes forms as well as JSON', async () => {
     const session = await emailSignIn(platform, 'form@example.test');
-    const res = await request(platform.app).post('/auth/v1/token').type('form').send({ grant_type: 'refresh_token', refresh_token: session.refresh_token });
+    const res = await request(platform.app).post('/auth/v1/token').type('form').send({ grant_type: 'refresh_token', refresh_token: session.refresh_token, client_id: 'console' });
     expect(res.status).toBe(200);
     expect(res.body.token_type).toBe('Bearer');
   });

@@ -546,7 +546,7 @@ describe('accepting', () => {
     const token = await inviteTo(platform, team.owner, team.id, email);
     // The member adds the invited address to their account.
     const ticket = await call(platform, 'post', '/cloud/v1/me/sign-in-methods/link', as(team.member));
-    await emailSignIn(platform, email, { link: ticket.body.ticket });
+    await emailSignIn(platform, email, { link: ticket.body.ticket, session: team.member.access_token });
     const res = await accept(team.member, token);
     expect(res.status).toBe(409);
     expect(res.body.error).toBe('already_member');

@@ -110,9 +110,11 @@ export const bearer = (token: string, organisationId?: string): Record<string, s
 
 /**
  * A person signs in with an emailed code as the console does: start, read the code from the
- * outbox, verify, exchange with the PKCE verifier. Answers the tokens and who they are.
+ * outbox, verify, exchange with the PKCE verifier. Answers the tokens and who they are. With
+ * `link` (a ticket) and `session` (the access token of the session that asked for it), the
+ * address is added to that person instead: the exchange carries the session's token.
  */
-export async function emailSignIn(platform: CloudPlatform, email: string, options: { link?: string } = {}): Promise<SignedIn> {
+export async function emailSignIn(platform: CloudPlatform, email: string, options: { link?: string; session?: string } = {}): Promise<SignedIn> {
   const { verifier, challenge } = await pkce();
   const start = await call(platform, 'post', '/auth/v1/email/start', {
     body: { email, client: 'console', redirect_uri: CONSOLE_REDIRECT, code_challenge: challenge, state: 'st', ...(options.link ? { link: options.link } : {}) },
@@ -122,6 +124,7 @@ export async function emailSignIn(platform: CloudPlatform, email: string, option
   const verified = await call(platform, 'post', '/auth/v1/email/verify', { body: { email, code: mail.digits } });
   expect(verified.status).toBe(200);
   const token = await call(platform, 'post', '/auth/v1/token', {
+    headers: options.session ? bearer(options.session) : {},
     body: { grant_type: 'authorization_code', code: verified.body.code, code_verifier: verifier, redirect_uri: CONSOLE_REDIRECT },
   });
   expect(token.status).toBe(200);
@@ -147,7 +150,7 @@ export async function mintSession(
   email: string,
   organisations: [organisationId: string, role: OrganisationRole][] = [],
 ): Promise<{ personId: string; access_token: string; refresh_token: string }> {
-  const { personId, methodId } = await platform.services.signIn.resolvePerson('email', { subject: email, email, emailVerified: true, name: email }, undefined);
+  const { personId, methodId } = await platform.services.signIn.resolvePerson('email', { subject: email, email, emailVerified: true, name: email });
   for (const [organisationId, role] of organisations) await platform.services.organisations.setRole(organisationId, personId, role);
   const tokens = await platform.dataSource.transaction((manager) =>
     platform.services.sessions.start(manager, { id: newId('ses'), personId, client: 'console', signInMethodId: methodId }),

@@ -129,8 +129,9 @@ export function accountRoutes(accounts: AccountService, signIn: SignInService): 
       operationId: 'createLinkTicket',
       summary: 'A ticket to add a sign-in method',
       description:
-        'Pass the ticket as `link` to `GET /auth/v1/start` or `POST /auth/v1/email/start`: the provider account or address is added to this person ' +
-        '(409 / `error=already_linked` when it signs in to another account). Valid five minutes, single use.',
+        'Pass the ticket as `link` to `GET /auth/v1/start` or `POST /auth/v1/email/start`. The flow ends with a one-time code that adds the provider ' +
+        'account or address to this person only when this session exchanges it at `POST /auth/v1/token` with its access token (409 / ' +
+        '`error=already_linked` when it signs in to another account). Valid five minutes, single use (it starts one flow), bound to this person and session.',
       schemas: {},
       responses: {
         200: {
@@ -147,7 +148,7 @@ export function accountRoutes(accounts: AccountService, signIn: SignInService): 
           },
         },
       },
-      handler: async ({ principal }) => ({ status: 200, body: await signIn.issueLinkTicket(me(principal)), headers: { 'Cache-Control': 'no-store' } }),
+      handler: async ({ principal }) => ({ status: 200, body: await signIn.issueLinkTicket(me(principal), principal!.sessionId!), headers: { 'Cache-Control': 'no-store' } }),
     }),
     defineRoute({
       ...common,

@@ -1,4 +1,5 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
+import { cookieHeader, readCookie as readHeaderCookie } from '../../http/cookies.js';
 import { ApiError, clientErrorOf } from '../../http/errors.js';
 import { requestOrigin } from '../../http/origin.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
@@ -11,6 +12,7 @@ import { cloudSignInPage, contentSecurityPolicy, decidedPage, devicePage, emailC
 import { csrfTokenOf, type SignedInSession, type WebSessions } from './page-session.js';
 import { issuerSettingsOf, SignInFailed, type ApproverSignIn } from './page-sign-in.js';
 import { createHash, randomBytes } from 'node:crypto';
+import { bindingForStart, flowCookie } from '../signin/flow-binding.js';
 import { RedirectError, type ClientRequest, type SignInService } from '../signin/service.js';
 import { mayApproveKind } from './device-code.js';
 
@@ -73,14 +75,7 @@ function single(value: unknown): string | undefined {
 }
 
 function readCookie(req: Request, name: string): string | undefined {
-  const header = req.headers.cookie;
-  if (!header || header.length > 8192) return undefined;
-  for (const part of header.split(';')) {
-    const index = part.indexOf('=');
-    if (index < 0) continue;
-    if (part.slice(0, index).trim() === name) return part.slice(index + 1).trim() || undefined;
-  }
-  return undefined;
+  return readHeaderCookie(req.headers.cookie, name);
 }
 
 function runMiddleware(handler: RequestHandler, req: Request, res: Response): Promise<void> {
@@ -102,9 +97,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
   const cookieName = (req: Request): string => (secureRequest(req) ? SECURE_COOKIE : COOKIE);
 
   function setCookie(req: Request, res: Response, value: string, maxAgeSeconds: number): void {
-    const attributes = [`${cookieName(req)}=${value}`, 'Path=/', `Max-Age=${maxAgeSeconds}`, 'HttpOnly', 'SameSite=Lax'];
-    if (secureRequest(req)) attributes.push('Secure');
-    res.append('Set-Cookie', attributes.join('; '));
+    res.append('Set-Cookie', cookieHeader(cookieName(req), value, { maxAgeSeconds, secure: secureRequest(req), sameSite: 'Lax' }));
   }
 
   function clearCookie(req: Request, res: Response): void {
@@ -445,8 +438,10 @@ export function approvalPage(options: ApprovalPageOptions): Router {
       return send(res, 200, emailCodePage({ email }));
     }
     let redirectTo: URL;
+    // The provider flow belongs to this browser like any other (signin/flow-binding.ts).
+    const binding = bindingForStart(req.headers.cookie, signInService.origin);
     try {
-      redirectTo = await signInService.startProvider(provider, request, undefined);
+      redirectTo = await signInService.startProvider(provider, request, undefined, binding);
     } catch (error) {
       if (error instanceof RedirectError) {
         throw stop(error.code === 'temporarily_unavailable' ? 502 : 400, messagePage({ title: 'Sign-in is not available', message: `${capitalise(error.message)}.`, next: 'start-again' }));
@@ -455,6 +450,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     }
     const begun = await sessions.beginSignIn(null, state, { codeVerifier, nonce: '', userCode });
     setCookie(req, res, begun.secret, begun.maxAgeSeconds);
+    res.append('Set-Cookie', flowCookie(signInService.origin, binding, signInService.flowTtlSeconds));
     res.set({ 'Cache-Control': 'no-store', 'Referrer-Policy': 'strict-origin' }).redirect(303, redirectTo.href);
   }
 

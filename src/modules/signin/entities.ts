@@ -22,6 +22,14 @@ export interface SignInMethodRecord {
   subject: string;
   email: string | null;
   emailVerified: boolean;
+  /**
+   * The verified address this method stands for when a new sign-in is joined to an account by
+   * address ("one address, one account"): set when the method was added through a flow its owner
+   * finished (a first sign-in, a join, a link confirmed at the token endpoint with the owner's
+   * session) and the address was verified and no other person's. The method stops standing for
+   * it as soon as the provider names another address (`email` differs).
+   */
+  confirmedEmail: string | null;
   createdAt: Date;
   lastUsedAt: Date;
 }
@@ -48,6 +56,8 @@ export interface SignInFlowRecord {
   provider: SignInProviderId;
   /** AES-256-GCM under a key derived from the state: PKCE verifier, nonce, the client's request. */
   sealed: string;
+  /** SHA-256 of the browser binding cookie set by the start: only that browser finishes the flow. */
+  browserHash: string | null;
   expiresAt: Date;
   createdAt: Date;
 }
@@ -65,6 +75,13 @@ export interface SignInCodeRecord {
   usedAt: Date | null;
   /** The session the code started; a second exchange of the code ends it. */
   sessionId: string | null;
+  /**
+   * A link flow's code: the ticket that started it. Such a code signs nobody in; it adds
+   * `pendingMethod` to the ticket's person only when exchanged with that person's live session.
+   */
+  linkTicketId: string | null;
+  /** JSON of the provider account or address to add (a link flow's code only). */
+  pendingMethod: string | null;
   createdAt: Date;
 }
 
@@ -80,8 +97,10 @@ export interface EmailCodeRecord {
   redirectUri: string;
   codeChallenge: string;
   state: string;
-  /** Set when the code was asked for with a link ticket: the address joins this person. */
+  /** Set when the code was asked for with a link ticket: the person the address would be added to. */
   linkPersonId: string | null;
+  /** The link ticket it was asked with (the link takes effect only at the token endpoint). */
+  linkTicketId: string | null;
   expiresAt: Date;
   createdAt: Date;
   /** Exchanged for a one-time code, or replaced by a newer code for the address. */
@@ -93,7 +112,10 @@ export interface LinkTicketRecord {
   id: string;
   ticketHash: string;
   personId: string;
+  /** The session that asked for it: only that session, while it lives, completes the link. */
+  sessionId: string | null;
   expiresAt: Date;
+  /** When a flow started with it: a ticket starts one flow, whatever becomes of it. */
   usedAt: Date | null;
   createdAt: Date;
 }
@@ -122,6 +144,7 @@ export const SignInMethodEntity = new EntitySchema<SignInMethodRecord>({
     subject: { type: 'varchar', length: 320 },
     email: { type: 'varchar', length: 320, nullable: true, default: null },
     emailVerified: { type: 'boolean', name: 'email_verified' },
+    confirmedEmail: { type: 'varchar', length: 320, name: 'confirmed_email', nullable: true, default: null },
     createdAt: when('created_at'),
     lastUsedAt: when('last_used_at'),
   },
@@ -129,6 +152,7 @@ export const SignInMethodEntity = new EntitySchema<SignInMethodRecord>({
     { name: 'sign_in_methods_provider_subject', columns: ['provider', 'subject'], unique: true },
     { name: 'sign_in_methods_person', columns: ['personId'] },
     { name: 'sign_in_methods_email', columns: ['email'] },
+    { name: 'sign_in_methods_confirmed_email', columns: ['confirmedEmail'] },
   ],
   foreignKeys: [personForeignKey('sign_in_methods')],
 });
@@ -175,6 +199,7 @@ export const SignInFlowEntity = new EntitySchema<SignInFlowRecord>({
     stateHash: { type: 'varchar', length: 64, primary: true, name: 'state_hash' },
     provider: { type: 'varchar', length: 20 },
     sealed: { type: 'text' },
+    browserHash: { type: 'varchar', length: 64, name: 'browser_hash', nullable: true, default: null },
     expiresAt: when('expires_at'),
     createdAt: when('created_at'),
   },
@@ -195,6 +220,8 @@ export const SignInCodeEntity = new EntitySchema<SignInCodeRecord>({
     expiresAt: when('expires_at'),
     usedAt: optionalWhen('used_at'),
     sessionId: optionalRef('session_id'),
+    linkTicketId: optionalRef('link_ticket_id'),
+    pendingMethod: { type: 'text', name: 'pending_method', nullable: true, default: null },
     createdAt: when('created_at'),
   },
   indices: [
@@ -218,6 +245,7 @@ export const EmailCodeEntity = new EntitySchema<EmailCodeRecord>({
     codeChallenge: { type: 'varchar', length: 128, name: 'code_challenge' },
     state: { type: 'varchar', length: 500 },
     linkPersonId: optionalRef('link_person_id'),
+    linkTicketId: optionalRef('link_ticket_id'),
     expiresAt: when('expires_at'),
     createdAt: when('created_at'),
     spentAt: optionalWhen('spent_at'),
@@ -236,6 +264,7 @@ export const LinkTicketEntity = new EntitySchema<LinkTicketRecord>({
     id,
     ticketHash: hash('ticket_hash'),
     personId: ref('person_id'),
+    sessionId: optionalRef('session_id'),
     expiresAt: when('expires_at'),
     usedAt: optionalWhen('used_at'),
     createdAt: when('created_at'),

@@ -17,6 +17,7 @@ import {
   startQuerySchema,
   tokenRequestSchema,
 } from './schemas.js';
+import { bindingForStart, browserBindingOf, flowCookie } from './flow-binding.js';
 import { CODE_CHALLENGE, errorRedirect, MAX_STATE_LENGTH, RedirectError, type ClientRequest, type SignInService } from './service.js';
 
 /**
@@ -42,9 +43,21 @@ const REDIRECT_HEADERS = {
   'Cache-Control': { description: '`no-store`.', schema: { type: 'string' } },
 } as const;
 
-function redirect(to: URL | string): Reply {
+const START_HEADERS = {
+  ...REDIRECT_HEADERS,
+  'Set-Cookie': {
+    description:
+      'To the provider: the browser binding of the flow, `__Host-platform_flow` (PLATFORM_BASE_URL https; `platform_flow` otherwise), HttpOnly, Secure, ' +
+      '`SameSite=Lax`, `Path=/`, for `AUTH_FLOW_TTL_SECONDS`. Only a browser that sends it back finishes the flow at the callback.',
+    schema: { type: 'string' },
+  },
+} as const;
+
+function redirect(to: URL | string, cookie?: string): Reply {
   // The address carries a code: no cache keeps it, no Referer repeats it.
-  return { status: 302, headers: { Location: typeof to === 'string' ? to : to.href, 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer' } };
+  const headers: Record<string, string> = { Location: typeof to === 'string' ? to : to.href, 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer' };
+  if (cookie !== undefined) headers['Set-Cookie'] = cookie;
+  return { status: 302, headers };
 }
 
 const one = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
@@ -95,7 +108,11 @@ export function signInRoutes({ service, sessions, config, origin }: SignInRouteO
         'bound to the client, the redirect URI and the PKCE challenge), the `state` and `iss`; or with `error` (`invalid_request`, `access_denied`, ' +
         '`already_linked`, `temporarily_unavailable`, `server_error`), `error_description`, the `state` and `iss`. ' +
         'An unregistered `redirect_uri` (or a missing or unknown `client`) is answered 400 `invalid_request` here, as JSON; any other bad parameter ' +
-        `is answered at the redirect URI. Rate limited per network address (${limits.start.limit} a minute).`,
+        'is answered at the redirect URI. The flow belongs to the browser that opens this address: it gets a binding cookie, and the flow finishes ' +
+        'only in a browser that sends it back to the callback (`access_denied` otherwise), so open it in the browser that will receive the callback. ' +
+        'With `link` (a ticket from `POST /cloud/v1/me/sign-in-methods/link`, single use) the code sent back adds the provider account to the ticket\'s ' +
+        'person only when exchanged with that session\'s access token (see `POST /auth/v1/token`). ' +
+        `Rate limited per network address (${limits.start.limit} a minute).`,
       tag: 'Cloud sign-in',
       cloudOnly: true,
       tenant: false,
@@ -103,11 +120,11 @@ export function signInRoutes({ service, sessions, config, origin }: SignInRouteO
       rateLimits: [limits.start],
       schemas: { query: startQuerySchema },
       responses: {
-        302: { description: 'To the provider, or back to `redirect_uri` with `error`.', headers: REDIRECT_HEADERS },
+        302: { description: 'To the provider (with the binding cookie), or back to `redirect_uri` with `error`.', headers: START_HEADERS },
         400: { description: '`redirect_uri` is not registered for `client`.' },
       },
       errors: { 400: ['invalid_request'] },
-      handler: async ({ query }) => {
+      handler: async ({ query, req }) => {
         const raw = query as Record<string, unknown>;
         const client = one(raw.client);
         const redirectUri = one(raw.redirect_uri);
@@ -124,7 +141,10 @@ export function signInRoutes({ service, sessions, config, origin }: SignInRouteO
         if (raw.code_challenge_method !== undefined && raw.code_challenge_method !== 'S256') return back('code_challenge_method must be S256');
         const request: ClientRequest = { client: client as ClientRequest['client'], redirectUri: redirectUri as string, codeChallenge, state };
         try {
-          return redirect(await service.startProvider(one(raw.provider) ?? '', request, one(raw.link)));
+          // The flow belongs to this browser (flow-binding.ts): only it can finish it at the callback.
+          const binding = bindingForStart(req.headers.cookie, service.origin);
+          const to = await service.startProvider(one(raw.provider) ?? '', request, one(raw.link), binding);
+          return redirect(to, flowCookie(service.origin, binding, service.flowTtlSeconds));
         } catch (error) {
           if (error instanceof RedirectError) return redirect(errorRedirect(request, error, service.origin));
           throw error;
@@ -141,7 +161,8 @@ export function signInRoutes({ service, sessions, config, origin }: SignInRouteO
         `Register \`${origin ?? '<PLATFORM_BASE_URL>'}/auth/v1/callback/<provider>\` as the redirect URI of this service's client at each provider. ` +
         'The provider sends the browser here; the service checks the answer (state, PKCE, for OpenID Connect the ID token and nonce), signs the person in ' +
         'and sends them on to the client\'s `redirect_uri` (see `GET /auth/v1/start`). A sign-in that was not started here, took longer than ' +
-        '`AUTH_FLOW_TTL_SECONDS` or was already finished has nowhere safe to go: 400 `invalid_request`.',
+        '`AUTH_FLOW_TTL_SECONDS` or was already finished has nowhere safe to go: 400 `invalid_request`. One that reaches another browser than the one ' +
+        'that opened the start (no binding cookie, or another) ends there: `error=access_denied` at the client\'s redirect URI, nothing created or changed.',
       tag: 'Cloud sign-in',
       extension: true,
       cloudOnly: true,
@@ -174,7 +195,7 @@ export function signInRoutes({ service, sessions, config, origin }: SignInRouteO
         // The callback URL registered with the provider (PLATFORM_BASE_URL's): only the query is the provider's.
         const query = req.originalUrl.indexOf('?');
         const callbackUrl = new URL(`${service.callbackUri(params.provider as IdentityProviderId)}${query >= 0 ? req.originalUrl.slice(query) : ''}`);
-        const finished = await service.finishProvider(params.provider as IdentityProviderId, callbackUrl);
+        const finished = await service.finishProvider(params.provider as IdentityProviderId, callbackUrl, browserBindingOf(req.headers.cookie, service.origin));
         if (!finished) throw invalidRequest('no sign-in in progress has this state: it was not started here, took too long, or was already finished; start again');
         return redirect(finished.redirectTo);
       },
@@ -245,15 +266,21 @@ export function signInRoutes({ service, sessions, config, origin }: SignInRouteO
       operationId: 'exchangeSessionToken',
       summary: 'Exchange a one-time code, or refresh a session',
       description:
-        '`grant_type=authorization_code` with `code`, `code_verifier`, `redirect_uri` (no client authentication: the code knows its client), or ' +
-        '`grant_type=refresh_token` with `refresh_token`. JSON or a form. Access tokens last 15 minutes, refresh tokens 30 days; the refresh token is ' +
+        '`grant_type=authorization_code` with `code`, `code_verifier`, `redirect_uri` (no client authentication: the code knows its client; `client_id` ' +
+        'may be sent and must then name it), or `grant_type=refresh_token` with `refresh_token` and `client_id` (required: the client the session was ' +
+        'issued to; another client, or none, is `invalid_grant`). JSON or a form. Access tokens last 15 minutes, refresh tokens 30 days; the refresh token is ' +
         'replaced at every refresh. A replaced refresh token presented again ends the whole session, except within `AUTH_REFRESH_GRACE_SECONDS` ' +
         '(10 s) of its replacement, when it gets the same new pair (two tabs refreshing at once). A code used twice ends the session it started. ' +
+        'A link flow\'s code (from a start or an emailed code asked with `link`) is exchanged with `Authorization: Bearer <access token>` of the session ' +
+        'that asked for the link ticket: the sign-in method is then added to that person (409 `already_linked` when it signs in to another account) and ' +
+        'a new session of theirs answered; exchanged without that session the code is spent for nothing (`invalid_grant`). Any other code needs no token; ' +
+        'a token sent must be a valid Cloud session (401 otherwise). ' +
         `Rate limited per network address (${limits.token.limit} a minute).`,
       tag: 'Cloud sign-in',
       cloudOnly: true,
       tenant: false,
-      auth: 'public',
+      auth: ['cloud-session'],
+      authOptional: true,
       rateLimits: [limits.token],
       mediaTypes: FORM_OR_JSON,
       precheck: oauthPrecheck(tokenRequestSchema),
@@ -263,20 +290,24 @@ export function signInRoutes({ service, sessions, config, origin }: SignInRouteO
         400: {
           description:
             'OAuth error (RFC 6749 5.2) with `error_description`: `invalid_request` (a field missing or malformed), `invalid_grant` (code or refresh token wrong, ' +
-            'used, expired, issued to another client or redirect URI, or PKCE verifier wrong), `unsupported_grant_type`.',
+            'used, expired, issued to another client or redirect URI, PKCE verifier wrong, a refresh without its client, or a link flow\'s code without the ' +
+            'session that asked for the link), `unsupported_grant_type`.',
         },
+        409: { description: '`already_linked`: the link flow\'s provider account or address already signs in to another account; nothing was added.' },
       },
-      errors: { 400: ['invalid_request', 'invalid_grant', 'unsupported_grant_type'] },
-      handler: async ({ body }) => {
+      errors: { 400: ['invalid_request', 'invalid_grant', 'unsupported_grant_type'], 409: ['already_linked'] },
+      handler: async ({ body, principal }) => {
         const field = (name: string): string => {
           const value = (body as Record<string, unknown>)[name];
           if (typeof value !== 'string' || value === '') throw new ApiError(400, 'invalid_request', `body.${name} is required`, { oauth: true, extra: { field: `body.${name}` } });
           return value;
         };
         if (body.grant_type === 'authorization_code') {
+          const exchanging = principal?.sessionId !== undefined && principal.personId !== undefined ? { sessionId: principal.sessionId, personId: principal.personId } : undefined;
           const { tokens } = await service.exchangeCode(
             { code: field('code'), codeVerifier: field('code_verifier'), redirectUri: field('redirect_uri'), clientId: body.client_id },
             ['console', 'mobile'],
+            exchanging,
           );
           return { status: 200, body: tokens, headers: { ...NO_STORE, Pragma: 'no-cache' } };
         }

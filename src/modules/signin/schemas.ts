@@ -88,8 +88,8 @@ export const tokenRequestSchema = named('SessionTokenRequest', {
   type: 'object',
   description:
     'RFC 6749 token request, as JSON or `application/x-www-form-urlencoded`. `authorization_code`: `code`, `code_verifier`, `redirect_uri`; ' +
-    '`refresh_token`: `refresh_token`. `client_id` (`console` or `mobile`) may be sent and must then be the client the code or session belongs to; ' +
-    'no client authentication. Unknown parameters are ignored (RFC 6749 3.2).',
+    '`refresh_token`: `refresh_token` and `client_id` (the client the session was issued to: required). With a code, `client_id` may be sent and ' +
+    'must then be the code\'s client. No client authentication (public clients, RFC 6749 2.1). Unknown parameters are ignored (RFC 6749 3.2).',
   required: ['grant_type'],
   properties: {
     grant_type: { type: 'string', maxLength: 100, description: '`authorization_code` or `refresh_token`.' },
@@ -97,7 +97,7 @@ export const tokenRequestSchema = named('SessionTokenRequest', {
     code_verifier: { type: 'string', maxLength: 200, description: 'The PKCE verifier (`authorization_code`).' },
     redirect_uri: { type: 'string', maxLength: 2000, description: 'The redirect URI the code was issued for (`authorization_code`).' },
     refresh_token: { type: 'string', maxLength: 200, description: 'The current refresh token (`refresh_token`).' },
-    client_id: { type: 'string', maxLength: 100, description: 'Optional: `console` or `mobile`.' },
+    client_id: { type: 'string', maxLength: 100, description: '`console` or `mobile`: required with `refresh_token`, optional with a code.' },
   },
   maxProperties: 20,
   additionalProperties: { type: 'string', maxLength: 2000, description: 'Ignored.' },

@@ -11,7 +11,8 @@ import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { hashSecret, newSecret, safeEqual } from '../../util/secrets.js';
 import type { OrganisationService } from '../organisation/service.js';
-import type { SignInMethodRecord } from './entities.js';
+import type { SignInCodeRecord, SignInMethodRecord } from './entities.js';
+import { bindingHash, sameBrowser } from './flow-binding.js';
 import { IdentityProviderError, PROVIDER_LABELS, type IdentityProvider, type ProviderIdentity } from './identity-provider.js';
 import { oauthError, type CloudSessions, type SessionTokens } from './sessions.js';
 import { SignInStore } from './store.js';
@@ -23,11 +24,14 @@ import { SignInStore } from './store.js';
  * the client exchanges for a session at the token endpoint.
  *
  * - Accounts are found by (provider, subject). A new provider account whose email the provider
- *   verified joins the person who already signs in with that verified address; an address the
- *   provider did not verify never joins anything (it starts a new person).
+ *   verified joins the person whose confirmed method stands for that address (the oldest, if
+ *   ever several); an address the provider did not verify never joins anything.
  * - A first sign-in creates the person and their personal organisation.
- * - With a link ticket the method is added to the ticket's person instead; a method that already
- *   signs in to another person is refused (`already_linked`).
+ * - Every flow belongs to whoever started it: a provider flow to the browser that opened the
+ *   start (flow-binding.ts); a link to the session that asked for the ticket. A link flow
+ *   attaches nothing where it ends: its one-time code adds the method only when exchanged at the
+ *   token endpoint with that session's access token. One address (verified) and one provider
+ *   account sign in to one person: adding a method that would make a second is `already_linked`.
  */
 
 export const SIGN_IN_CODE_PREFIX = 'platform_sc_';
@@ -62,11 +66,24 @@ export class RedirectError extends Error {
   }
 }
 
+/** A link in flight: the ticket that started it and the person (and session) it belongs to. */
+export interface LinkIntent {
+  ticketId: string;
+  personId: string;
+  sessionId: string | null;
+}
+
 interface FlowData {
   request: ClientRequest;
   codeVerifier: string;
   nonce: string | undefined;
-  linkPersonId: string | undefined;
+  link: LinkIntent | undefined;
+}
+
+/** What a link flow's code adds when its owner exchanges it. */
+interface PendingMethod {
+  provider: SignInProviderId;
+  identity: ProviderIdentity;
 }
 
 const FLOW = 'platform sign-in flow v1';
@@ -86,6 +103,12 @@ export interface CodeExchange {
   codeVerifier: string;
   redirectUri: string;
   clientId: string | undefined;
+}
+
+/** The session presenting a link flow's code (its access token on the exchange), if any. */
+export interface ExchangingSession {
+  sessionId: string;
+  personId: string;
 }
 
 /** Whom a sign-in method belongs to after a sign-in or a link. */
@@ -155,35 +178,54 @@ export class SignInService {
 
   // Link tickets -------------------------------------------------------------------------------
 
-  async issueLinkTicket(personId: string): Promise<{ ticket: string; expiresIn: number }> {
+  /** A ticket for the person's session (`sessionId`): only that session completes the link. */
+  async issueLinkTicket(personId: string, sessionId: string): Promise<{ ticket: string; expiresIn: number }> {
     const now = this.clock.now();
     const ticket = newSecret(LINK_TICKET_PREFIX);
     await this.store.insertTicket(
-      { id: newId('lnk'), ticketHash: hashSecret(ticket), personId, expiresAt: new Date(now.getTime() + this.config.linkTicketTtlSeconds * 1000), usedAt: null, createdAt: now },
+      {
+        id: newId('lnk'),
+        ticketHash: hashSecret(ticket),
+        personId,
+        sessionId,
+        expiresAt: new Date(now.getTime() + this.config.linkTicketTtlSeconds * 1000),
+        usedAt: null,
+        createdAt: now,
+      },
       now,
     );
     return { ticket, expiresIn: this.config.linkTicketTtlSeconds };
   }
 
-  /** Uses a link ticket (single use, current): the person it was issued to. */
-  private async useLinkTicket(ticket: string | undefined): Promise<string | undefined> {
+  /**
+   * Uses a link ticket (single use, current): it starts one flow, whatever becomes of it. The
+   * link takes effect only when that flow's code is exchanged with the ticket's session; a flow
+   * that fails leaves the ticket spent for nothing.
+   */
+  private async useLinkTicket(ticket: string | undefined): Promise<LinkIntent | undefined> {
     if (ticket === undefined) return undefined;
-    const personId = ticket.startsWith(LINK_TICKET_PREFIX) && ticket.length <= 100 ? await this.store.useTicket(hashSecret(ticket), this.clock.now()) : undefined;
-    if (!personId) throw new RedirectError('invalid_request', 'the link ticket is not valid: unknown, expired or already used');
-    return personId;
+    const used = ticket.startsWith(LINK_TICKET_PREFIX) && ticket.length <= 100 ? await this.store.useTicket(hashSecret(ticket), this.clock.now()) : undefined;
+    if (!used) throw new RedirectError('invalid_request', 'the link ticket is not valid: unknown, expired or already used');
+    return { ticketId: used.id, personId: used.personId, sessionId: used.sessionId };
   }
 
   // Provider flows -----------------------------------------------------------------------------
 
+  /** How long a flow (and the browser binding cookie that goes with it) lasts. */
+  get flowTtlSeconds(): number {
+    return this.config.flowTtlSeconds;
+  }
+
   /**
    * Starts a sign-in at `providerId`: keeps the flow server-side (found by the hash of the state
-   * sent to the provider, its secrets sealed under that state) and answers where to send the
-   * browser. Throws RedirectError for anything the client must hear at its redirect URI.
+   * sent to the provider, its secrets sealed under that state, bound to the hash of `browser`,
+   * the binding cookie the caller sets) and answers where to send the browser. Throws
+   * RedirectError for anything the client must hear at its redirect URI.
    */
-  async startProvider(providerId: string, request: ClientRequest, link: string | undefined): Promise<URL> {
+  async startProvider(providerId: string, request: ClientRequest, link: string | undefined, browser: string): Promise<URL> {
     const provider = this.provider(providerId);
     if (!provider) throw new RedirectError('invalid_request', `provider must be one of the enabled providers: ${[...this.options.providers.keys()].join(', ') || 'none'}`);
-    const linkPersonId = await this.useLinkTicket(link);
+    const linkIntent = await this.useLinkTicket(link);
     const state = newSecret(FLOW_STATE_PREFIX);
     let started;
     try {
@@ -193,20 +235,32 @@ export class SignInService {
       throw error;
     }
     const now = this.clock.now();
-    const data: FlowData = { request, codeVerifier: started.codeVerifier, nonce: started.nonce, linkPersonId };
+    const data: FlowData = { request, codeVerifier: started.codeVerifier, nonce: started.nonce, link: linkIntent };
     await this.store.insertFlow(
-      { stateHash: hashSecret(state), provider: provider.id, sealed: sealFlow(data, state), expiresAt: new Date(now.getTime() + this.config.flowTtlSeconds * 1000), createdAt: now },
+      {
+        stateHash: hashSecret(state),
+        provider: provider.id,
+        sealed: sealFlow(data, state),
+        browserHash: bindingHash(browser),
+        expiresAt: new Date(now.getTime() + this.config.flowTtlSeconds * 1000),
+        createdAt: now,
+      },
       now,
     );
     return started.authorizationUrl;
   }
 
   /**
-   * The provider's answer at our callback. Answers the client's request and either the URL to
-   * send the browser back to, or undefined when no flow matches (unknown, expired, used, or
-   * another provider's: nothing safe to redirect to).
+   * The provider's answer at our callback, in the browser whose binding cookie is `browser`.
+   * Answers the client's request and either the URL to send the browser back to, or undefined
+   * when no flow matches (unknown, expired, used, or another provider's: nothing safe to redirect
+   * to). A flow is taken out (single use) before anything else happens to it.
+   *
+   * In another browser than the one that started it, the flow ends there: `access_denied` at the
+   * client's redirect URI, the provider's code never redeemed, nobody created, nothing attached.
+   * A link flow ends with a code that signs nobody in (see `exchangeCode`).
    */
-  async finishProvider(providerId: IdentityProviderId, callbackUrl: URL): Promise<{ request: ClientRequest; redirectTo: URL } | undefined> {
+  async finishProvider(providerId: IdentityProviderId, callbackUrl: URL, browser: string | undefined): Promise<{ request: ClientRequest; redirectTo: URL } | undefined> {
     const state = callbackUrl.searchParams.get('state');
     if (!state || !state.startsWith(FLOW_STATE_PREFIX) || state.length > 100) return undefined;
     const flow = await this.store.takeFlow(hashSecret(state), providerId);
@@ -215,9 +269,20 @@ export class SignInService {
     const provider = this.provider(providerId);
     if (!data || !provider) return undefined;
     try {
+      if (!sameBrowser(flow.browserHash, browser)) {
+        throw new RedirectError('access_denied', 'this sign-in was started in another browser: start it again here');
+      }
       const identity = await this.guardProvider(() => provider.finish(callbackUrl, this.callbackUri(provider.id), { state, codeVerifier: data.codeVerifier, nonce: data.nonce }));
-      const person = await this.signIn(provider.id, identity, data.linkPersonId);
-      return { request: data.request, redirectTo: await this.successRedirect(data.request, person) };
+      if (data.link) {
+        // Told early, in the browser; decided again, for good, when the owner exchanges the code.
+        await this.assertLinkable(this.store, data.link.personId, provider.id, identity).catch((error: unknown) => {
+          if (error instanceof ApiError && error.code === 'already_linked') throw new RedirectError('already_linked', error.message);
+          throw error;
+        });
+        return { request: data.request, redirectTo: await this.successRedirect(data.request, await this.issueLinkCode(data.request, data.link, { provider: provider.id, identity })) };
+      }
+      const person = await this.resolvePerson(provider.id, identity);
+      return { request: data.request, redirectTo: await this.successRedirect(data.request, await this.issueCode(data.request, person)) };
     } catch (error) {
       if (error instanceof RedirectError) return { request: data.request, redirectTo: errorRedirect(data.request, error, this.origin) };
       throw error;
@@ -235,8 +300,7 @@ export class SignInService {
     }
   }
 
-  private async successRedirect(request: ClientRequest, person: SignedInPerson): Promise<URL> {
-    const code = await this.issueCode(request, person);
+  private async successRedirect(request: ClientRequest, code: string): Promise<URL> {
     const url = new URL(request.redirectUri);
     url.searchParams.append('code', code);
     if (request.state !== undefined) url.searchParams.append('state', request.state);
@@ -248,57 +312,41 @@ export class SignInService {
   // Accounts -----------------------------------------------------------------------------------
 
   /**
-   * The person a provider account signs in as, created on first sight; with `linkPersonId` the
-   * account is added to that person instead. Throws RedirectError `already_linked` when linking
-   * an account that signs in to someone else.
+   * The person a provider account (or an address, for `email`) signs in as: found by (provider,
+   * subject); otherwise joined by its verified address to the person whose confirmed method
+   * stands for it; otherwise created with their personal organisation.
    */
-  private async signIn(provider: SignInProviderId, identity: ProviderIdentity, linkPersonId: string | undefined): Promise<SignedInPerson> {
-    try {
-      return await this.resolvePerson(provider, identity, linkPersonId);
-    } catch (error) {
-      if (error instanceof ApiError && error.code === 'already_linked') throw new RedirectError('already_linked', error.message);
-      throw error;
-    }
+  async resolvePerson(provider: SignInProviderId, identity: ProviderIdentity): Promise<SignedInPerson> {
+    return this.retryingRaces(() => this.dataSource.transaction((manager) => this.resolvePersonOnce(manager, provider, identity)));
   }
 
-  /** The same, throwing 409 `already_linked` (emailed codes answer JSON). */
-  async resolvePerson(provider: SignInProviderId, identity: ProviderIdentity, linkPersonId: string | undefined): Promise<SignedInPerson> {
+  /** Two first sign-ins (or links) of the same account raced; the loser reads what the winner wrote. */
+  private async retryingRaces<T>(work: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.dataSource.transaction((manager) => this.resolvePersonOnce(manager, provider, identity, linkPersonId));
+        return await work();
       } catch (error) {
-        // Two first sign-ins of the same account raced; the loser reads what the winner wrote.
         if (attempt < 2 && isUniqueViolation(error)) continue;
         throw error;
       }
     }
   }
 
-  private async resolvePersonOnce(manager: EntityManager, provider: SignInProviderId, identity: ProviderIdentity, linkPersonId: string | undefined): Promise<SignedInPerson> {
+  private async resolvePersonOnce(manager: EntityManager, provider: SignInProviderId, identity: ProviderIdentity): Promise<SignedInPerson> {
     const store = this.store.withManager(manager);
     const now = this.clock.now();
-    const email = identity.email !== undefined ? normaliseEmail(identity.email).slice(0, 320) : undefined;
-    const verifiedEmail = identity.emailVerified ? email : undefined;
+    const { email, verifiedEmail } = addressesOf(identity);
     const existing = await store.findMethod(provider, identity.subject);
     if (existing) {
-      if (linkPersonId !== undefined && existing.personId !== linkPersonId) throw alreadyLinked();
-      // The provider's word on the address is refreshed at every sign-in.
+      // The provider's word on the address is refreshed at every sign-in; a method stands for
+      // its confirmed address only while the provider still names that address.
       await store.updateMethod(existing.id, { email: email ?? null, emailVerified: verifiedEmail !== undefined, lastUsedAt: now });
       await this.adoptEmail(manager, existing.personId, verifiedEmail);
       return { personId: existing.personId, methodId: existing.id, created: false };
     }
-    if (provider === 'email' && linkPersonId !== undefined && verifiedEmail !== undefined) {
-      // An address another person signs in with through a provider that verified it would sign
-      // them in by emailed code too (the join rule): it is theirs, not this person's to add.
-      const holder = await store.findVerifiedMethodByEmail(verifiedEmail);
-      if (holder && holder.personId !== linkPersonId) throw alreadyLinked();
-    }
-    let personId = linkPersonId;
+    // The join rule: a verified address joins the person whose confirmed method stands for it.
+    let personId = verifiedEmail !== undefined ? (await store.findAddressAnchor(verifiedEmail))?.personId : undefined;
     let created = false;
-    if (personId === undefined && verifiedEmail !== undefined) {
-      // A verified address joins the person who already signs in with that verified address.
-      personId = (await store.findVerifiedMethodByEmail(verifiedEmail))?.personId;
-    }
     if (personId === undefined) {
       const name = identity.name?.trim() || email || `${PROVIDER_LABELS[provider]} user`;
       const account = await this.options.organisations.createPersonalAccount(manager, { name, email: verifiedEmail ?? null });
@@ -307,6 +355,53 @@ export class SignInService {
     } else {
       await this.adoptEmail(manager, personId, verifiedEmail);
     }
+    // A method stands for its address unless another person's method vouches for it already
+    // (one the join rule does not follow: an unconfirmed one): one address, one account.
+    const confirmed = verifiedEmail !== undefined && !(await store.addressHeldByOther(verifiedEmail, personId)) ? verifiedEmail : null;
+    const method = await this.insertMethod(store, personId, provider, identity, confirmed, now);
+    if (!created) await this.auditMethodAdded(personId, method);
+    return { personId, methodId: method.id, created };
+  }
+
+  /**
+   * Refuses (409 `already_linked`) to add to `personId` a provider account or address that signs
+   * in to another person: the same account (provider and subject), or a verified address that
+   * another person's method vouches for (their emailed-code sign-in and the join rule would land
+   * in one account or the other).
+   */
+  private async assertLinkable(store: SignInStore, personId: string, provider: SignInProviderId, identity: ProviderIdentity): Promise<SignInMethodRecord | null> {
+    const existing = await store.findMethod(provider, identity.subject);
+    if (existing && existing.personId !== personId) throw alreadyLinked();
+    const { verifiedEmail } = addressesOf(identity);
+    if (!existing && verifiedEmail !== undefined && (await store.addressHeldByOther(verifiedEmail, personId))) throw alreadyLinked();
+    return existing;
+  }
+
+  /** Adds a confirmed link's method to its owner (or refreshes it, when it is theirs already). */
+  private async attachLinked(manager: EntityManager, personId: string, pending: PendingMethod): Promise<SignedInPerson> {
+    const store = this.store.withManager(manager);
+    const now = this.clock.now();
+    const existing = await this.assertLinkable(store, personId, pending.provider, pending.identity);
+    const { email, verifiedEmail } = addressesOf(pending.identity);
+    if (existing) {
+      await store.updateMethod(existing.id, { email: email ?? null, emailVerified: verifiedEmail !== undefined, lastUsedAt: now });
+      return { personId, methodId: existing.id, created: false };
+    }
+    await this.adoptEmail(manager, personId, verifiedEmail);
+    const method = await this.insertMethod(store, personId, pending.provider, pending.identity, verifiedEmail ?? null, now);
+    await this.auditMethodAdded(personId, method);
+    return { personId, methodId: method.id, created: false };
+  }
+
+  private async insertMethod(
+    store: SignInStore,
+    personId: string,
+    provider: SignInProviderId,
+    identity: ProviderIdentity,
+    confirmedEmail: string | null,
+    now: Date,
+  ): Promise<SignInMethodRecord> {
+    const { email, verifiedEmail } = addressesOf(identity);
     const method: SignInMethodRecord = {
       id: newId('sim'),
       personId,
@@ -314,19 +409,21 @@ export class SignInService {
       subject: identity.subject,
       email: email ?? null,
       emailVerified: verifiedEmail !== undefined,
+      confirmedEmail,
       createdAt: now,
       lastUsedAt: now,
     };
     await store.insertMethod(method);
-    if (!created) {
-      audit(this.options.logger, {
-        action: 'sign_in_method.added',
-        organisationId: (await this.options.organisations.membershipsOf(personId))[0]?.organisation.id ?? '',
-        actor: { kind: 'cloud-session', personId },
-        target: { personId, signInMethodId: method.id, provider },
-      });
-    }
-    return { personId, methodId: method.id, created };
+    return method;
+  }
+
+  private async auditMethodAdded(personId: string, method: SignInMethodRecord): Promise<void> {
+    audit(this.options.logger, {
+      action: 'sign_in_method.added',
+      organisationId: (await this.options.organisations.membershipsOf(personId))[0]?.organisation.id ?? '',
+      actor: { kind: 'cloud-session', personId },
+      target: { personId, signInMethodId: method.id, provider: method.provider },
+    });
   }
 
   /** A person without an email address takes the first verified one a method brings. */
@@ -339,17 +436,30 @@ export class SignInService {
   // One-time codes and the token endpoint ------------------------------------------------------
 
   private async issueCode(request: ClientRequest, person: SignedInPerson): Promise<string> {
+    return this.insertCode(request, person.personId, { signInMethodId: person.methodId, linkTicketId: null, pendingMethod: null });
+  }
+
+  /** A link flow's code: for the ticket's person, adding `pending` only when its owner exchanges it. */
+  private async issueLinkCode(request: ClientRequest, link: LinkIntent, pending: PendingMethod): Promise<string> {
+    return this.insertCode(request, link.personId, { signInMethodId: null, linkTicketId: link.ticketId, pendingMethod: JSON.stringify(pending) });
+  }
+
+  private async insertCode(
+    request: ClientRequest,
+    personId: string,
+    what: Pick<SignInCodeRecord, 'signInMethodId' | 'linkTicketId' | 'pendingMethod'>,
+  ): Promise<string> {
     const now = this.clock.now();
     const code = newSecret(SIGN_IN_CODE_PREFIX);
     await this.store.insertCode(
       {
         id: newId('sgc'),
         codeHash: hashSecret(code),
-        personId: person.personId,
+        personId,
         client: request.client,
         redirectUri: request.redirectUri,
         codeChallenge: request.codeChallenge,
-        signInMethodId: person.methodId,
+        ...what,
         expiresAt: new Date(now.getTime() + this.config.signInCodeTtlSeconds * 1000),
         usedAt: null,
         sessionId: null,
@@ -365,15 +475,60 @@ export class SignInService {
    * `client_id`, when sent, must name it; `redirect_uri` must be the one the code was issued for;
    * the verifier must hash to the challenge. A code presented a second time ends the session the
    * first exchange started (RFC 6749 4.1.2).
+   *
+   * A link flow's code needs `exchanging`: the session that asked for the link ticket, shown by
+   * its access token on this request. Only then is the method added (to that session's person,
+   * in the same transaction that spends the code) and a new session started for them; presented
+   * by anyone else (no session, another session, another person) the code is spent for nothing
+   * and both accounts stay as they were.
    */
-  async exchangeCode(input: CodeExchange, allowedClients: readonly FlowClient[]): Promise<{ tokens: SessionTokens; personId: string }> {
+  async exchangeCode(input: CodeExchange, allowedClients: readonly FlowClient[], exchanging?: ExchangingSession): Promise<{ tokens: SessionTokens; personId: string }> {
     const { found, now } = await this.checkCode(input, allowedClients);
+    if (found.linkTicketId !== null) return this.exchangeLink(found, now, exchanging);
     const sessionId = newId('ses');
     const tokens = await this.dataSource.transaction(async (manager) => {
       if (!(await this.store.withManager(manager).useCode(found.id, now, sessionId))) return undefined;
       return this.options.sessions.start(manager, { id: sessionId, personId: found.personId, client: found.client, signInMethodId: found.signInMethodId });
     });
     if (tokens) return { tokens, personId: found.personId };
+    return this.secondUse(found.codeHash);
+  }
+
+  private async exchangeLink(found: SignInCodeRecord, now: Date, exchanging: ExchangingSession | undefined): Promise<{ tokens: SessionTokens; personId: string }> {
+    const ticket = await this.store.findTicket(found.linkTicketId!);
+    const pending = found.pendingMethod === null ? undefined : (JSON.parse(found.pendingMethod) as PendingMethod);
+    const owner =
+      ticket !== null &&
+      pending !== undefined &&
+      exchanging !== undefined &&
+      ticket.personId === found.personId &&
+      exchanging.personId === ticket.personId &&
+      ticket.sessionId !== null &&
+      exchanging.sessionId === ticket.sessionId;
+    if (!owner) {
+      if (!(await this.store.useCode(found.id, now, null))) return this.secondUse(found.codeHash);
+      throw oauthError(
+        'invalid_grant',
+        'this code adds a sign-in method to an account: it is exchanged only with the access token (Authorization: Bearer) of the session that asked for the link ticket; start the link again',
+      );
+    }
+    const sessionId = newId('ses');
+    let outcome: { tokens: SessionTokens; methodId: string } | undefined;
+    try {
+      outcome = await this.retryingRaces(() =>
+        this.dataSource.transaction(async (manager) => {
+          if (!(await this.store.withManager(manager).useCode(found.id, now, sessionId))) return undefined;
+          const linked = await this.attachLinked(manager, found.personId, pending);
+          const tokens = await this.options.sessions.start(manager, { id: sessionId, personId: found.personId, client: found.client, signInMethodId: linked.methodId });
+          return { tokens, methodId: linked.methodId };
+        }),
+      );
+    } catch (error) {
+      // Refused (already_linked): nothing was added, and the code is spent all the same.
+      if (error instanceof ApiError) await this.store.useCode(found.id, now, null);
+      throw error;
+    }
+    if (outcome) return { tokens: outcome.tokens, personId: found.personId };
     return this.secondUse(found.codeHash);
   }
 
@@ -422,9 +577,9 @@ export class SignInService {
    */
   async startEmail(address: string, request: ClientRequest, link: string | undefined): Promise<void> {
     const email = normaliseEmail(address);
-    let linkPersonId: string | undefined;
+    let linkIntent: LinkIntent | undefined;
     try {
-      linkPersonId = await this.useLinkTicket(link);
+      linkIntent = await this.useLinkTicket(link);
     } catch (error) {
       if (error instanceof RedirectError) throw invalidRequest(error.message, { field: 'body.link' });
       throw error;
@@ -444,7 +599,8 @@ export class SignInService {
       redirectUri: request.redirectUri,
       codeChallenge: request.codeChallenge,
       state: request.state ?? '',
-      linkPersonId: linkPersonId ?? null,
+      linkPersonId: linkIntent?.personId ?? null,
+      linkTicketId: linkIntent?.ticketId ?? null,
       expiresAt: new Date(now.getTime() + this.config.emailCodeTtlSeconds * 1000),
       createdAt: now,
       spentAt: null,
@@ -462,7 +618,7 @@ export class SignInService {
     }
     await this.store.spendOtherEmailCodes(addressHash, id, now);
     try {
-      await this.options.mailer.send(this.codeMail(email, digits, linkPersonId !== undefined));
+      await this.options.mailer.send(this.codeMail(email, digits, linkIntent !== undefined));
     } catch (error) {
       // The answer is the same either way (spec: 202 whether or not mail can be delivered). The
       // log names the failure, not the mail: an SMTP error message may quote the address.
@@ -495,6 +651,8 @@ export class SignInService {
   /**
    * `POST /auth/v1/email/verify`: checks the address's current code (five tries, compared in
    * constant time), then answers a one-time code for the token endpoint and the client's state.
+   * For a code asked with a link ticket, the one-time code is a link flow's (see `exchangeCode`):
+   * 409 `already_linked` here already when the address signs in to another person.
    */
   async verifyEmail(address: string, digits: string): Promise<{ code: string; state: string; personId: string }> {
     const invalid = () => new ApiError(400, 'invalid_code', 'the code is wrong or has expired; ask for a new one if it keeps failing');
@@ -505,10 +663,24 @@ export class SignInService {
     if (!(await this.store.countTry(current.id, this.config.emailCodeTries))) throw invalid();
     if (!/^\d{6}$/.test(digits) || !safeEqual(this.codeHash(current.id, digits), current.codeHash)) throw invalid();
     if (!(await this.store.spendEmailCode(current.id, now))) throw invalid();
-    const person = await this.resolvePerson('email', { subject: email, email, emailVerified: true, name: undefined }, current.linkPersonId ?? undefined);
+    const identity: ProviderIdentity = { subject: email, email, emailVerified: true, name: undefined };
     const request: ClientRequest = { client: current.client, redirectUri: current.redirectUri, codeChallenge: current.codeChallenge, state: current.state };
+    if (current.linkPersonId !== null) {
+      const ticket = current.linkTicketId === null ? null : await this.store.findTicket(current.linkTicketId);
+      if (!ticket || ticket.personId !== current.linkPersonId) throw invalid();
+      await this.assertLinkable(this.store, ticket.personId, 'email', identity);
+      const link: LinkIntent = { ticketId: ticket.id, personId: ticket.personId, sessionId: ticket.sessionId };
+      return { code: await this.issueLinkCode(request, link, { provider: 'email', identity }), state: current.state, personId: ticket.personId };
+    }
+    const person = await this.resolvePerson('email', identity);
     return { code: await this.issueCode(request, person), state: current.state, personId: person.personId };
   }
+}
+
+/** The address a provider named, lower-cased, and the same only when the provider verified it. */
+function addressesOf(identity: ProviderIdentity): { email: string | undefined; verifiedEmail: string | undefined } {
+  const email = identity.email !== undefined ? normaliseEmail(identity.email).slice(0, 320) : undefined;
+  return { email, verifiedEmail: identity.emailVerified ? email : undefined };
 }
 
 /** The client's redirect URI with `error`, `error_description`, `state` and `iss`. */

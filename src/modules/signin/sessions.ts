@@ -78,8 +78,12 @@ export class CloudSessions {
   }
 
   /**
-   * `grant_type=refresh_token`. `client` is the `client_id` the request named, if any: a session
-   * started by one client is not refreshed by another.
+   * `grant_type=refresh_token`. `client` is the `client_id` the request named: it must be the
+   * client the session was issued to. A public client has no credentials to authenticate with,
+   * so it identifies itself (RFC 6749 3.2.1, 6: the refresh token must be the one issued to the
+   * client); a refresh that names no client or another is `invalid_grant`, like a token issued
+   * to another client (RFC 9700 4.14: for public clients, rotation with reuse detection, which
+   * `refresh` also does).
    */
   async refresh(refreshToken: string, client: string | undefined): Promise<SessionTokens> {
     const hash = refreshToken.startsWith(SESSION_REFRESH_PREFIX) ? hashSecret(refreshToken) : undefined;
@@ -93,7 +97,8 @@ export class CloudSessions {
       if (!session || !token) return { refusal: 'the refresh token is not valid' };
       if (session.endedAt || token.revokedAt) return { refusal: 'the session has ended; sign in again' };
       if (token.expiresAt.getTime() <= now.getTime()) return { refusal: 'the refresh token has expired; sign in again' };
-      if (client !== undefined && client !== session.client) return { refusal: 'the refresh token was issued to another client' };
+      if (client === undefined) return { refusal: 'client_id is required with a refresh token: name the client (console or mobile) the session was issued to' };
+      if (client !== session.client) return { refusal: 'the refresh token was issued to another client' };
       if (token.usedAt === null) {
         const { tokens, rows } = this.newPair(session.id, now);
         const graceUntil = this.lifetimes.refreshGraceSeconds > 0 ? new Date(now.getTime() + this.lifetimes.refreshGraceSeconds * 1000) : null;

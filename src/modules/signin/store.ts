@@ -48,9 +48,29 @@ export class SignInStore {
     return this.manager.findOneBy(SignInMethodEntity, { provider, subject });
   }
 
+  /**
+   * The join rule's anchor for a verified address (lower-cased): the oldest method that was added
+   * through a confirmed flow standing for this address, and whose provider still names it
+   * verified. Deterministic (oldest first, then by id) whatever else vouches for the address.
+   */
+  findAddressAnchor(email: string): Promise<SignInMethodRecord | null> {
+    return this.manager.findOne(SignInMethodEntity, { where: { confirmedEmail: email, email, emailVerified: true }, order: { createdAt: 'ASC', id: 'ASC' } });
+  }
+
   /** The oldest method of any provider that vouches for this address (lower-cased). */
   findVerifiedMethodByEmail(email: string): Promise<SignInMethodRecord | null> {
     return this.manager.findOne(SignInMethodEntity, { where: { email, emailVerified: true }, order: { createdAt: 'ASC', id: 'ASC' } });
+  }
+
+  /** Whether a method of someone other than `personId` vouches for this verified address. */
+  async addressHeldByOther(email: string, personId: string): Promise<boolean> {
+    const held = await this.manager
+      .createQueryBuilder(SignInMethodEntity, 'method')
+      .select('method.id')
+      .where('method.email = :email AND method.emailVerified = :verified AND method.personId <> :personId', { email, verified: true, personId })
+      .limit(1)
+      .getOne();
+    return held !== null;
   }
 
   methodsOf(personId: string): Promise<SignInMethodRecord[]> {
@@ -178,8 +198,8 @@ export class SignInStore {
     await this.manager.insert(LinkTicketEntity, ticket);
   }
 
-  /** Uses a ticket, once, if it is current: the person it was issued to. */
-  async useTicket(ticketHash: string, now: Date): Promise<string | undefined> {
+  /** Uses a ticket, once, if it is current: the ticket as it was issued. */
+  async useTicket(ticketHash: string, now: Date): Promise<LinkTicketRecord | undefined> {
     const ticket = await this.manager.findOneBy(LinkTicketEntity, { ticketHash });
     if (!ticket || ticket.usedAt || ticket.expiresAt.getTime() <= now.getTime()) return undefined;
     const result = await this.manager
@@ -188,7 +208,11 @@ export class SignInStore {
       .set({ usedAt: now })
       .where('id = :id AND used_at IS NULL', { id: ticket.id })
       .execute();
-    return (result.affected ?? 0) === 1 ? ticket.personId : undefined;
+    return (result.affected ?? 0) === 1 ? ticket : undefined;
+  }
+
+  findTicket(id: string): Promise<LinkTicketRecord | null> {
+    return this.manager.findOneBy(LinkTicketEntity, { id });
   }
 
   // Sessions and their tokens -----------------------------------------------------------------
