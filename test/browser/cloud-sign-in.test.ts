@@ -96,6 +96,49 @@ describe('Cloud sign-in in the browser', () => {
     expect(await me.json()).toMatchObject({ name: 'Olga Owner', email: 'olga@example.test', signInMethods: [{ provider: 'google', emailVerified: true }] });
   });
 
+  it('links a second Google account: the flow in the owner\'s browser, the code exchanged with the owner\'s session; the same provider address opened in another browser links nothing', async () => {
+    google.setAccount('lena', { name: 'Lena Linker', email: 'lena@example.test', email_verified: true });
+    google.setAccount('lena-work', { name: 'Lena at work', email: 'lena@work.example.test', email_verified: true });
+    google.setAccount('victor', { name: 'Victor Victim', email: 'victor@example.test', email_verified: true });
+    const { page, context } = await newBrowser();
+    const signIn = async (extra: Record<string, string>, login: string) => {
+      // Signed out at the provider, so that it asks who signs in (the service's cookies stay).
+      await context.clearCookies({ domain: new URL(google.issuer).hostname });
+      const verifier = oauth.generateRandomCodeVerifier();
+      const start = new URL(`${origin}/auth/v1/start`);
+      start.search = new URLSearchParams({ provider: 'google', client: 'console', redirect_uri: consoleRedirect, code_challenge: await oauth.calculatePKCECodeChallenge(verifier), state: 'st', ...extra }).toString();
+      await page.goto(start.href);
+      await signInAtProvider(page, login, (url) => url.href.startsWith(consoleRedirect));
+      return { verifier, back: new URL(page.url()) };
+    };
+    const exchange = (code: string, verifier: string, bearer?: string) =>
+      fetch(`${origin}/auth/v1/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
+        body: new URLSearchParams({ grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: consoleRedirect }),
+      });
+    const first = await signIn({}, 'lena');
+    const owner = (await (await exchange(first.back.searchParams.get('code')!, first.verifier)).json()) as { access_token: string };
+    const ticketOf = async () =>
+      ((await (await fetch(`${origin}/cloud/v1/me/sign-in-methods/link`, { method: 'POST', headers: { authorization: `Bearer ${owner.access_token}` } })).json()) as { ticket: string }).ticket;
+
+    // Someone else's browser: the authorize address of Lena's link flow, opened by Victor.
+    const challenge = await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier());
+    const started = await fetch(`${origin}/auth/v1/start?${new URLSearchParams({ provider: 'google', client: 'console', redirect_uri: consoleRedirect, code_challenge: challenge, state: 'st', link: await ticketOf() })}`, { redirect: 'manual' });
+    const victim = await newBrowser();
+    await victim.page.goto(started.headers.get('location')!);
+    await signInAtProvider(victim.page, 'victor', (url) => url.href.startsWith(consoleRedirect));
+    expect(new URL(victim.page.url()).searchParams.get('error')).toBe('access_denied');
+
+    // Lena's own link, in her browser.
+    const linked = await signIn({ link: await ticketOf() }, 'lena-work');
+    expect(linked.back.searchParams.get('error')).toBeNull();
+    const answer = await exchange(linked.back.searchParams.get('code')!, linked.verifier, owner.access_token);
+    expect(answer.status).toBe(200);
+    const me = (await (await fetch(`${origin}/cloud/v1/me`, { headers: { authorization: `Bearer ${owner.access_token}` } })).json()) as { signInMethods: { email: string }[] };
+    expect(me.signInMethods.map((method) => method.email).sort()).toEqual(['lena@example.test', 'lena@work.example.test']);
+  });
+
   it('the approval page: sign in with Google there, pick the organisation, approve; the device\'s next poll gets its tokens', async () => {
     const asked = (await (
       await fetch(`${origin}/relay/v1/device/code`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ workspaceId: 'ws-browser', name: 'Olga\'s laptop' }) })
@@ -111,7 +154,11 @@ describe('Cloud sign-in in the browser', () => {
     await expect(page.locator('footer .note').textContent()).resolves.toBe('Signed in as Olga Owner');
     await expect(page.locator('#organisation option').allTextContents()).resolves.toEqual(['Olga Owner (personal)']);
     const cookies = await context.cookies(origin);
-    expect(cookies.map((cookie) => ({ name: cookie.name, httpOnly: cookie.httpOnly, sameSite: cookie.sameSite }))).toEqual([{ name: 'platform_device', httpOnly: true, sameSite: 'Lax' }]);
+    expect(cookies.map((cookie) => ({ name: cookie.name, httpOnly: cookie.httpOnly, sameSite: cookie.sameSite, secure: cookie.secure })).sort((a, b) => a.name.localeCompare(b.name))).toEqual([
+      { name: 'platform_device', httpOnly: true, sameSite: 'Lax', secure: false },
+      // The provider flow's browser binding: Chromium keeps a Secure cookie of http://localhost.
+      { name: 'platform_flow', httpOnly: true, sameSite: 'Lax', secure: true },
+    ]);
     await Promise.all([page.waitForLoadState('load'), page.click('button:has-text("Approve")')]);
     await expect(page.locator('h1').textContent()).resolves.toBe('Device approved');
 

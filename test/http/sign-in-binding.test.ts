@@ -268,6 +268,16 @@ describe('a link flow\'s code at POST /auth/v1/token', () => {
     expect(await methodsOf(owner.personId)).toHaveLength(1);
   });
 
+  it('resolves the token like any Cloud session request: an X-Platform-Organisation the person is not in is 404, the code untouched', async () => {
+    const owner = await emailSignIn(platform, newAddress('header'));
+    const stranger = await emailSignIn(platform, newAddress('header-stranger'));
+    const { code, verifier } = await linkCode(owner);
+    const refused = await exchange(code, verifier, bearer(owner.access_token, stranger.personalOrganisationId));
+    expect(refused.status).toBe(404);
+    expect(refused.body.error).toBe('not_found');
+    expect((await exchange(code, verifier, bearer(owner.access_token))).status).toBe(200);
+  });
+
   it('refuses a malformed or unknown token on any exchange with 401, before the code is looked at', async () => {
     const owner = await emailSignIn(platform, newAddress('badtoken'));
     const { code, verifier } = await linkCode(owner);
