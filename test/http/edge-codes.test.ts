@@ -167,7 +167,8 @@ async function reach(route: RouteDefinition, code: ErrorCode, d: Deployment) {
     case 'unknown_tenant':
       return call(platform, route.method, path, { host: 'nobody-here.test', headers: from });
     case 'unauthorized':
-      return call(platform, route.method, path, { host: d.host, headers: from });
+      // A route whose token is optional (the token endpoint) refuses only a token it cannot use.
+      return call(platform, route.method, path, { host: d.host, headers: route.authOptional ? { ...from, Authorization: 'Bearer platform_sa_unknown' } : from });
     case 'invalid_dpop_proof':
       // A key-bound token sent as a plain Bearer token.
       return call(platform, route.method, path, { host: d.host, headers: { ...from, Authorization: `Bearer ${d.bound.tokens.access_token}` } });
