@@ -26,9 +26,11 @@ import { Teams1763850000000 as SqliteTeams } from './sqlite/1763850000000-teams.
 import { Teams1763850000000 as MysqlTeams } from './mysql/1763850000000-teams.js';
 import { AuthRevocations1763870000000 as SqliteAuthRevocations } from './sqlite/1763870000000-auth-revocations.js';
 import { AuthRevocations1763870000000 as MysqlAuthRevocations } from './mysql/1763870000000-auth-revocations.js';
+import { MailCaps1763920000000 as SqliteMailCaps } from './sqlite/1763920000000-mail-caps.js';
+import { MailCaps1763920000000 as MysqlMailCaps } from './mysql/1763920000000-mail-caps.js';
 
 type MigrationClass = new () => MigrationInterface;
 
 /** Migrations per dialect, in order. Listed by hand so they load the same in ESM, tests and builds. */
-export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation, SqliteDevices, SqlitePolicy, SqliteWebSessions, SqliteIngest, SqliteMembershipRemoval, SqliteCloudSignIn, SqlitePictures, SqliteCloudAgents, SqliteTeams, SqliteAuthRevocations];
-export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices, MysqlPolicy, MysqlWebSessions, MysqlIngest, MysqlMembershipRemoval, MysqlExactIdentities, MysqlCloudSignIn, MysqlPictures, MysqlCloudAgents, MysqlTeams, MysqlAuthRevocations];
+export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation, SqliteDevices, SqlitePolicy, SqliteWebSessions, SqliteIngest, SqliteMembershipRemoval, SqliteCloudSignIn, SqlitePictures, SqliteCloudAgents, SqliteTeams, SqliteAuthRevocations, SqliteMailCaps];
+export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices, MysqlPolicy, MysqlWebSessions, MysqlIngest, MysqlMembershipRemoval, MysqlExactIdentities, MysqlCloudSignIn, MysqlPictures, MysqlCloudAgents, MysqlTeams, MysqlAuthRevocations, MysqlMailCaps];

@@ -15,6 +15,7 @@ import type { SignInMethodRecord } from './entities.js';
 import { IdentityProviderError, PROVIDER_LABELS, type IdentityProvider, type ProviderIdentity } from './identity-provider.js';
 import { oauthError, type CloudSessions, type SessionTokens } from './sessions.js';
 import { SignInStore } from './store.js';
+import { checkMailCaps, MAIL_CAP_DAY_MS } from './mail-caps.js';
 
 /**
  * Cloud sign-in (spec 4.3): the service runs its own authorization-code flow with the person's
@@ -434,7 +435,9 @@ export class SignInService {
     const addressHash = hashSecret(`email:${email}`);
     const id = newId('emc');
     const digits = String(randomInt(0, 1_000_000)).padStart(6, '0');
-    await this.store.purgeEmailCodes(windowStart);
+    // Rows stay a day, for the daily cap (mail-caps.ts), which is checked before the code is made.
+    await this.store.purgeEmailCodes(new Date(now.getTime() - MAIL_CAP_DAY_MS));
+    await checkMailCaps(this.store, this.config, addressHash, now);
     await this.store.insertEmailCode({
       id,
       addressHash,
@@ -475,6 +478,7 @@ export class SignInService {
     const minutes = Math.round(this.config.emailCodeTtlSeconds / 60);
     const purpose = linking ? 'add this email address to your Platform account' : 'sign in to Platform';
     return {
+      kind: 'sign_in_code' as const,
       to,
       subject: `${digits} is your Platform ${linking ? 'code to add this address' : 'sign-in code'}`,
       text: [

@@ -399,6 +399,7 @@ export class TeamService {
     const role = invitation.role === 'member' ? 'a member' : `an ${invitation.role}`;
     try {
       await this.options.mailer.send({
+        kind: 'invitation',
         to,
         subject: `${inviter} invited you to ${team} on Platform`,
         text: [
