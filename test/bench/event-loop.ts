@@ -34,6 +34,7 @@ export function closeAgents(): void {
 
 export function sendTo(port: number, host: string, message: HostileRequest, timeoutMs = 60_000): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
+    // A message may bring a Host of its own (a hostile one).
     const req = request({ host: '127.0.0.1', port, agent, method: message.method, path: message.path, headers: { Host: host, ...message.headers }, timeout: timeoutMs }, (res) => {
       let body = '';
       res.setEncoding('utf8');

@@ -75,6 +75,10 @@ export const LOG_CASES: Hostile[] = [
   { name: 'JWT look-alikes in the URL', budgetMs: LOG_BUDGET_MS, build: () => ({ method: 'GET', path: `/nope?x=${'eyJ-'.repeat(3_500)}` }) },
   { name: '12 KB of `cookie:` in a header', budgetMs: LOG_BUDGET_MS, build: () => ({ method: 'GET', path: '/nope', headers: { 'X-Cookie': 'cookie:'.repeat(1_700) } }) },
   { name: 'a long `Bearer` run', budgetMs: LOG_BUDGET_MS, build: () => ({ method: 'GET', path: '/nope', headers: { 'X-Note': 'Bearer '.repeat(1_700) } }) },
+  // Origin and Host parsing (src/http/origin.ts): refused 400 before anything reads the host.
+  { name: 'a Host of 12 KB of labels', budgetMs: LOG_BUDGET_MS, build: () => ({ method: 'GET', path: '/nope', headers: { Host: 'a-'.repeat(3_000) + '.b'.repeat(3_000) } }) },
+  { name: 'a bracketed Host of 12 KB', budgetMs: LOG_BUDGET_MS, build: () => ({ method: 'GET', path: '/nope', headers: { Host: `[${'0:'.repeat(6_000)}]` } }) },
+  { name: 'an Origin of 12 KB', budgetMs: LOG_BUDGET_MS, build: () => ({ method: 'OPTIONS', path: '/policy/v1', headers: { Origin: `https://${'a.'.repeat(6_000)}example`, 'Access-Control-Request-Method': 'GET' } }) },
 ];
 
 /**
