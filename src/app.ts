@@ -54,12 +54,13 @@ import { AuthCache } from './auth/auth-cache.js';
 import { AuthRevocations } from './auth/revocations.js';
 import type { Resolved } from './auth/resolver.js';
 import type { CachedDevice } from './auth/device-token.js';
-import type { Mailer } from './mail/mailer.js';
+import { countingMailer, type Mailer } from './mail/mailer.js';
 import { accountRoutes } from './modules/account/routes.js';
 import { AccountService } from './modules/account/service.js';
 import type { IdentityProvider } from './modules/signin/identity-provider.js';
 import { signInRateLimits, signInRoutes } from './modules/signin/routes.js';
 import { SignInService } from './modules/signin/service.js';
+import { ProofOfWork, type EmailStartCheck } from './modules/signin/email-start-check.js';
 import { CloudSessions } from './modules/signin/sessions.js';
 import type { IdentityProviderId } from './config.js';
 import { TeamService } from './modules/teams/service.js';
@@ -84,6 +85,8 @@ export interface AppDependencies {
   clock: Clock;
   logger: Logger;
   redis?: Redis | undefined;
+  /** A check `POST /auth/v1/email/start` asks before it mails (a CAPTCHA the deployment wires); default: the built-in proof of work when AUTH_EMAIL_PROOF_OF_WORK_BITS is set, else none. */
+  emailStartCheck?: EmailStartCheck | undefined;
 }
 
 export interface Platform {
@@ -182,7 +185,10 @@ export function buildApp(deps: AppDependencies): Platform {
   const metrics = new Metrics({ dataSource, redis: deps.redis, relayConnections: () => relay.size, cacheSizes });
 
   // Cloud sign-in: identity providers, mail, sessions.
-  const mailer: Mailer = config.mail.smtpUrl ? new SmtpMailer(config.mail.smtpUrl, config.mail.from) : new OutboxMailer(config.mail.outboxDir, config.mail.from, clock);
+  const mailer: Mailer = countingMailer(
+    config.mail.smtpUrl ? new SmtpMailer(config.mail.smtpUrl, config.mail.from) : new OutboxMailer(config.mail.outboxDir, config.mail.from, clock),
+    (kind) => metrics.mailSent(kind),
+  );
   const providers = new Map<IdentityProviderId, IdentityProvider>();
   for (const [id, settings] of Object.entries(config.cloud.providers) as [IdentityProviderId, NonNullable<(typeof config.cloud.providers)[IdentityProviderId]>][]) {
     providers.set(
@@ -240,7 +246,13 @@ export function buildApp(deps: AppDependencies): Platform {
   registry.add(...pictureRoutes(new PictureService(dataSource, clock), projects));
   registry.add(...joinRoutes({ joinKeys, dpop }), ...tokenRoutes({ tokens: deviceTokens, dpop }), ...deviceAdminRoutes({ joinKeys, devices: deviceStore, tokens: deviceTokens }));
   registry.add(...deviceCodeRoutes({ deviceCodes, dpop, config }), ...approvalRoutes(deviceCodes));
-  registry.add(...signInRoutes({ service: signIn, sessions, config: config.cloud, origin: ownOrigin }));
+  // The check email/start asks before it mails (off by default): the deployment's own, or the built-in proof of work.
+  const emailStartCheck =
+    deps.emailStartCheck ??
+    (config.cloud.emailProofOfWorkBits > 0
+      ? new ProofOfWork({ bits: config.cloud.emailProofOfWorkBits, key: Buffer.from(hkdfSync('sha256', config.cloud.codeSecret ?? randomBytes(32), 'email start proof of work', 'platform pow v1', 32)), clock, replay })
+      : undefined);
+  registry.add(...signInRoutes({ service: signIn, sessions, config: config.cloud, origin: ownOrigin, emailStartCheck }));
   registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger), signIn));
   const teams = new TeamService(dataSource, clock, { config: config.teams, mailer, logger });
   registry.add(...teamRoutes(teams, teamRateLimits(config.teams, config.cloud.rateLimitPerMinute)));

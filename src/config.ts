@@ -25,6 +25,8 @@ export interface Config {
   shutdownTimeoutSeconds: number;
   /** WEB_CONCURRENCY: worker processes sharing the port (node:cluster); above 1 needs REDIS_URL. */
   webConcurrency: number;
+  /** The HTTP server's bounds on slow, idle and too many clients (src/lifecycle.ts). */
+  server: ServerLimits;
   database: DatabaseConfig;
   redisUrl: string | undefined;
   logLevel: LogLevel;
@@ -122,6 +124,18 @@ export interface Config {
   mail: MailConfig;
 }
 
+/** What one HTTP server process holds for its clients. */
+export interface ServerLimits {
+  /** MAX_CONNECTIONS: open connections (control channels included); past it a new one is closed at once. */
+  maxConnections: number;
+  /** KEEP_ALIVE_TIMEOUT_SECONDS: how long an idle keep-alive connection is kept; above the proxy's own upstream idle timeout. */
+  keepAliveTimeoutSeconds: number;
+  /** HEADERS_TIMEOUT_SECONDS: from a request's first byte to the end of its head. */
+  headersTimeoutSeconds: number;
+  /** REQUEST_TIMEOUT_SECONDS: from a request's first byte to the end of its body. */
+  requestTimeoutSeconds: number;
+}
+
 /** Cloud teams (spec 4.5): the plan of a new team, and invitations. */
 export interface TeamsConfig {
   /** The plan a new team gets (`teams`). */
@@ -181,6 +195,12 @@ export interface CloudSignInConfig {
   flowTtlSeconds: number;
   emailCodeTtlSeconds: number;
   emailCodesPerHour: number;
+  /** Codes one address may be sent in a rolling day (AUTH_EMAIL_CODES_PER_DAY). */
+  emailCodesPerDay: number;
+  /** Codes the whole service may send in a rolling minute, to anyone (AUTH_EMAIL_CODES_PER_MINUTE). */
+  emailCodesPerMinute: number;
+  /** Leading zero bits of the built-in proof of work `POST /auth/v1/email/start` asks for; 0: off. */
+  emailProofOfWorkBits: number;
   emailCodeTries: number;
   linkTicketTtlSeconds: number;
   /** Key of the HMAC that emailed codes are stored under; random per process when unset. */
@@ -515,6 +535,9 @@ export function loadConfig(env: Env = process.env): Config {
     // Each worker would keep its own rate limits, replay cache and relay routing.
     throw new ConfigError('WEB_CONCURRENCY', 'above 1 needs REDIS_URL: workers share rate limits, the DPoP replay cache and relay routing through Redis');
   }
+  const headersTimeoutSeconds = integer(env, 'HEADERS_TIMEOUT_SECONDS', 20, 1, 300);
+  const requestTimeoutSeconds = integer(env, 'REQUEST_TIMEOUT_SECONDS', 30, 1, 3600);
+  if (requestTimeoutSeconds < headersTimeoutSeconds) throw new ConfigError('REQUEST_TIMEOUT_SECONDS', `must be at least HEADERS_TIMEOUT_SECONDS (${headersTimeoutSeconds})`);
   return {
     deployment,
     baseUrl,
@@ -522,6 +545,12 @@ export function loadConfig(env: Env = process.env): Config {
     host: read(env, 'HOST') ?? '0.0.0.0',
     shutdownTimeoutSeconds: integer(env, 'SHUTDOWN_TIMEOUT_SECONDS', 30, 1, 3600),
     webConcurrency,
+    server: {
+      maxConnections: integer(env, 'MAX_CONNECTIONS', 10_000, 1, 1_000_000),
+      keepAliveTimeoutSeconds: integer(env, 'KEEP_ALIVE_TIMEOUT_SECONDS', 65, 1, 3600),
+      headersTimeoutSeconds,
+      requestTimeoutSeconds,
+    },
     database: database(env),
     redisUrl: redis,
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
@@ -601,6 +630,9 @@ export function loadConfig(env: Env = process.env): Config {
       flowTtlSeconds: integer(env, 'AUTH_FLOW_TTL_SECONDS', 600, 60, 3600),
       emailCodeTtlSeconds: integer(env, 'AUTH_EMAIL_CODE_TTL_SECONDS', 600, 60, 3600),
       emailCodesPerHour: integer(env, 'AUTH_EMAIL_CODES_PER_HOUR', 5, 1, 100),
+      emailCodesPerDay: integer(env, 'AUTH_EMAIL_CODES_PER_DAY', 20, 1, 2400),
+      emailCodesPerMinute: integer(env, 'AUTH_EMAIL_CODES_PER_MINUTE', 60, 1, 1_000_000),
+      emailProofOfWorkBits: integer(env, 'AUTH_EMAIL_PROOF_OF_WORK_BITS', 0, 0, 32),
       emailCodeTries: integer(env, 'AUTH_EMAIL_CODE_TRIES', 5, 1, 10),
       linkTicketTtlSeconds: integer(env, 'AUTH_LINK_TICKET_TTL_SECONDS', 300, 60, 3600),
       codeSecret: secretKey(env, 'AUTH_CODE_SECRET'),
@@ -642,6 +674,10 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'HOST', secret: false, default: '0.0.0.0' },
   { name: 'SHUTDOWN_TIMEOUT_SECONDS', secret: false, default: '30' },
   { name: 'WEB_CONCURRENCY', secret: false, default: '1' },
+  { name: 'MAX_CONNECTIONS', secret: false, default: '10000' },
+  { name: 'KEEP_ALIVE_TIMEOUT_SECONDS', secret: false, default: '65' },
+  { name: 'HEADERS_TIMEOUT_SECONDS', secret: false, default: '20' },
+  { name: 'REQUEST_TIMEOUT_SECONDS', secret: false, default: '30' },
   { name: 'DATABASE_URL', secret: true, default: 'sqlite:./data/platform.sqlite' },
   { name: 'REDIS_URL', secret: true, default: undefined },
   { name: 'LOG_LEVEL', secret: false, default: 'info' },
@@ -711,6 +747,9 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'AUTH_FLOW_TTL_SECONDS', secret: false, default: '600' },
   { name: 'AUTH_EMAIL_CODE_TTL_SECONDS', secret: false, default: '600' },
   { name: 'AUTH_EMAIL_CODES_PER_HOUR', secret: false, default: '5' },
+  { name: 'AUTH_EMAIL_CODES_PER_DAY', secret: false, default: '20' },
+  { name: 'AUTH_EMAIL_CODES_PER_MINUTE', secret: false, default: '60' },
+  { name: 'AUTH_EMAIL_PROOF_OF_WORK_BITS', secret: false, default: '0' },
   { name: 'AUTH_EMAIL_CODE_TRIES', secret: false, default: '5' },
   { name: 'AUTH_LINK_TICKET_TTL_SECONDS', secret: false, default: '300' },
   { name: 'AUTH_CODE_SECRET', secret: true, default: undefined },

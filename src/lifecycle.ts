@@ -11,7 +11,7 @@ import type { DataSource } from 'typeorm';
 import { connectRedis, logConnectionAttempts } from '../adapters/state/redis.js';
 import { buildApp, type Platform } from './app.js';
 import { bootstrapLocalhost } from './bootstrap.js';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, loadConfig, type Config, type ServerLimits } from './config.js';
 import { createDataSource } from './db/data-source.js';
 import { reasonOf } from './db/errors.js';
 import { createLogger } from './logger.js';
@@ -146,6 +146,35 @@ async function openDatabase(config: Config, logger: Logger, stopped: () => boole
 
 const NOT_READY_BODY = JSON.stringify({ error: 'not_ready', message: 'not ready: the service is shutting down', checks: { shutdown: 'shutting down' } });
 
+/**
+ * How often the server looks for requests past `headersTimeout` or `requestTimeout`: Node checks
+ * every 30 s by default, so a client dribbling a header line every few seconds kept its socket
+ * about 36 s against a 20 s `headersTimeout`. Checked every second, each holds within a second.
+ */
+export const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
+
+/** The options of `createServer` that bound slow clients (set at creation: Node reads them then). */
+export function serverOptions(limits: ServerLimits): { connectionsCheckingInterval: number; headersTimeout: number; requestTimeout: number; keepAliveTimeout: number } {
+  return {
+    connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+    headersTimeout: limits.headersTimeoutSeconds * 1000,
+    requestTimeout: limits.requestTimeoutSeconds * 1000,
+    keepAliveTimeout: limits.keepAliveTimeoutSeconds * 1000,
+  };
+}
+
+/**
+ * The server-wide bounds: at most MAX_CONNECTIONS open connections (Node closes any further one
+ * as it arrives and emits `drop`), idle keep-alive connections closed after
+ * KEEP_ALIVE_TIMEOUT_SECONDS, head and whole request within their timeouts.
+ */
+export function applyServerLimits(server: Server, limits: ServerLimits): void {
+  server.maxConnections = limits.maxConnections;
+  server.headersTimeout = limits.headersTimeoutSeconds * 1000;
+  server.requestTimeout = limits.requestTimeoutSeconds * 1000;
+  server.keepAliveTimeout = limits.keepAliveTimeoutSeconds * 1000;
+}
+
 /** One service process: the HTTP server on top of the platform, and its stop. */
 export class ServiceProcess {
   private server: Server | undefined;
@@ -163,6 +192,8 @@ export class ServiceProcess {
     };
   })();
   private stopping: Promise<number> | undefined;
+  private droppedConnections = 0;
+  private dropLoggedAt = 0;
 
   constructor(
     private readonly config: Config,
@@ -209,7 +240,17 @@ export class ServiceProcess {
     await platform.start();
     if (this.draining) return;
 
-    const server = createServer(appClasses(platform.app), (req, res) => this.handle(req, res));
+    const server = createServer({ ...appClasses(platform.app), ...serverOptions(config.server) }, (req, res) => this.handle(req, res));
+    applyServerLimits(server, config.server);
+    server.on('drop', () => {
+      // One line a minute at most: a flood of refused connections must not become a flood of lines.
+      const now = Date.now();
+      this.droppedConnections += 1;
+      if (now - this.dropLoggedAt < 60_000) return;
+      this.dropLoggedAt = now;
+      logger.warn({ maxConnections: config.server.maxConnections, droppedSinceLastLine: this.droppedConnections }, 'connections refused: MAX_CONNECTIONS reached');
+      this.droppedConnections = 0;
+    });
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       if (this.draining) {
         socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\nContent-Length: 0\r\n\r\n');
@@ -217,8 +258,6 @@ export class ServiceProcess {
       }
       platform.upgrade(req, socket, head);
     });
-    server.headersTimeout = 20_000;
-    server.requestTimeout = 30_000;
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       const failed = (error: unknown) => reject(listenFailure(error, config.host, config.port));

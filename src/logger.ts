@@ -13,8 +13,10 @@ export function serializeError(error: unknown): unknown {
   if (withQuery.query === undefined && withQuery.driverError === undefined) return pino.stdSerializers.err(error);
   return {
     type: error.name,
-    // MySQL quotes the offending values in its messages ("Duplicate entry '…' for key '…'").
-    message: error.message.replace(/'(?:[^'\\]|\\.)*'/g, "'…'").slice(0, 500),
+    // MySQL quotes the offending values in its messages ("Duplicate entry '…' for key '…'"). A
+    // quote left open runs to the end (and is hidden too): every match then ends at a quote or at
+    // the end, so no later quote starts a scan over the same text again (linear).
+    message: error.message.replace(/'(?:[^'\\]|\\[\s\S])*(?:'|\\?$)/g, "'…'").slice(0, 500),
     // `driverCode`: a failed query's `code` would be judged as a possible secret (src/log-redaction.ts).
     driverCode: withQuery.driverError?.code ?? (error as { code?: unknown }).code,
     errno: withQuery.driverError?.errno,

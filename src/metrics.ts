@@ -5,6 +5,7 @@ import type { DataSource } from 'typeorm';
 import type { TokenKind } from './auth/principal.js';
 import type { Credential } from './auth/resolver.js';
 import { ApiError, methodNotAllowed, unauthorized } from './http/errors.js';
+import { MAIL_KINDS, type MailKind } from './mail/mailer.js';
 import { safeEqual } from './util/secrets.js';
 
 /**
@@ -66,6 +67,7 @@ export class Metrics {
   private readonly durations: Histogram<'method' | 'route' | 'status'>;
   private readonly verifications: Counter<'kind' | 'outcome'>;
   private readonly ingestItems: Counter<'kind' | 'outcome'>;
+  private readonly mails: Counter<'kind'>;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -94,6 +96,14 @@ export class Metrics {
       labelNames: ['kind', 'outcome'],
       registers,
     });
+    this.mails = new Counter({
+      name: 'platform_mails_sent_total',
+      help: 'Mails delivered to the mail server (or the outbox), by kind (sign_in_code, invitation). Emailed codes are capped per address and per minute (AUTH_EMAIL_CODES_PER_DAY, AUTH_EMAIL_CODES_PER_MINUTE).',
+      labelNames: ['kind'],
+      registers,
+    });
+    // Every kind from the start at 0: an alert on its rate sees the first mail.
+    for (const kind of MAIL_KINDS) this.mails.inc({ kind }, 0);
     new Gauge({
       name: 'platform_relay_connections',
       help: 'Control channels (workbench WebSockets) held by this replica.',
@@ -181,6 +191,10 @@ export class Metrics {
       const duplicates = received[kind] - stored[kind];
       if (duplicates > 0) this.ingestItems.inc({ kind, outcome: 'duplicate' }, duplicates);
     }
+  }
+
+  mailSent(kind: MailKind): void {
+    this.mails.inc({ kind });
   }
 
   /** `GET /metrics` (and HEAD); any other method is 405. Mounted before tenancy and rate limits. */

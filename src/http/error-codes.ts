@@ -11,7 +11,7 @@ export const ERROR_CODES = {
   invalid_grant: 'Token endpoints: the code, key or refresh token is wrong, used, expired or revoked (Cloud: also a code issued to another client or redirect URI, a wrong PKCE verifier, a refresh that does not name the session\'s client, or a link flow\'s code exchanged without the session that asked for the link).',
   invalid_code: 'Cloud sign-in: the emailed six-digit code is wrong, used up (five tries) or expired.',
   authorization_pending: 'Device token poll: the code is not approved yet.',
-  slow_down: 'Device token poll: polled faster than `interval`; wait 5 seconds longer from now on. Emailed sign-in codes: too many for the address (five an hour) or from the network address (`Retry-After`).',
+  slow_down: 'Device token poll: polled faster than `interval`; wait 5 seconds longer from now on. Emailed sign-in codes: too many for the address (five an hour, `AUTH_EMAIL_CODES_PER_DAY` a day), for the whole service this minute (`AUTH_EMAIL_CODES_PER_MINUTE`), or from the network address (`Retry-After`).',
   expired_token: 'Device token poll: the device code expired; ask for a new one.',
   access_denied: 'Device token poll: the request was denied, or the approver may no longer approve it.',
   unsupported_grant_type: 'Token endpoints: a `grant_type` this endpoint does not serve.',

@@ -7,7 +7,12 @@
  * A mail always has a plain-text part; nothing in it is HTML. Callers write the words; the
  * adapter adds the sender (`MAIL_FROM`) and the headers every mail gets.
  */
+/** What a mail is, for the count of mails sent (`platform_mails_sent_total{kind}`). */
+export type MailKind = 'sign_in_code' | 'invitation';
+export const MAIL_KINDS: readonly MailKind[] = ['sign_in_code', 'invitation'];
+
 export interface OutgoingMail {
+  kind: MailKind;
   to: string;
   subject: string;
   text: string;
@@ -17,6 +22,17 @@ export interface Mailer {
   /** Where mails go, for the start-up log line (`smtp` or the outbox folder). */
   readonly description: string;
   send(mail: OutgoingMail): Promise<void>;
+}
+
+/** A mailer that tells `sent` of each mail it delivered (a failed send is not counted). */
+export function countingMailer(mailer: Mailer, sent: (kind: MailKind) => void): Mailer {
+  return {
+    description: mailer.description,
+    send: async (mail) => {
+      await mailer.send(mail);
+      sent(mail.kind);
+    },
+  };
 }
 
 /** Headers of every mail: it is machine-sent (RFC 3834), so auto-responders stay quiet. */

@@ -27,6 +27,8 @@ export interface SeedRequest {
   policyDpopEdJkt?: string;
   /** Workbenches that upload to POST /ingest/v1, one stream (device + workspace) each. */
   ingestDevices: number;
+  /** The person of the workbenches owns the project (so they may save its pictures). */
+  projectOwner?: boolean;
 }
 
 export interface IngestDevice {
@@ -96,7 +98,7 @@ export async function seedPlatform(request: SeedRequest): Promise<Seeded> {
     const person = { id: newId('usr'), name: 'Bench person', email: 'bench@example.test', createdAt: systemClock.now() };
     await dataSource.manager.insert(PersonEntity, person);
     await dataSource.manager.insert(MembershipEntity, { organisationId: organisation.id, personId: person.id, role: 'member', createdAt: systemClock.now() });
-    const project = await platform.services.projects.create(organisation.id, { name: 'Bench project' });
+    const project = await platform.services.projects.create(organisation.id, { name: 'Bench project', ...(request.projectOwner ? { owner: person.id } : {}) });
 
     const base = { organisationId: organisation.id, personId: person.id };
     return await dataSource.transaction(async (manager) => {

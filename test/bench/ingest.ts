@@ -293,7 +293,8 @@ export interface BenchDatabase {
 
 /** Answers undefined and why when the server cannot be reached. */
 export async function createMariadbDatabase(server: string): Promise<{ database?: BenchDatabase; unreachable?: string }> {
-  const base = server.replace(/\/+$/, '');
+  let base = server;
+  while (base.endsWith('/')) base = base.slice(0, -1);
   const adminUrl = base.replace(/^mariadb:/, 'mysql:');
   let admin: mysql.Connection;
   try {

@@ -67,6 +67,8 @@ import { BARE_CLASSES, BEARER_POLICY, DPOP_POLICY, PEER_JWT_BEARER, PEER_JWT_DPO
 import { runSoak, runWorkerComparison } from './soak.js';
 import { freePort, killAllChildren, send, startChild, type ChildServer } from './servers.js';
 import { formatSvgTable, measureSvgPipeline, type SvgBenchResult } from './svg.js';
+import { closeAgents, formatStallTable, measureStall, sendTo, type Stall } from './event-loop.js';
+import { AWAITING_OTHER_BRANCHES, FIXED_ELSEWHERE, generatedLogCases, LOG_CASES, STALL_LIMIT_MS } from './hostile-payloads.js';
 
 const HOST = 'bench.local';
 const AUDIENCE = 'platform-bench';
@@ -308,12 +310,14 @@ async function main(): Promise<number> {
   // The ceiling runs whenever a relay path does: its ratio is what to read.
   if (anyRelay) relayParts.ceiling = true;
   const svgPart = matches('svg pictures');
+  // Event-loop lag under the hostile payloads of issue 23 (event-loop.ts): `--only event loop`.
+  const loopPart = matches('event loop');
   // The soak (soak.ts): BENCH_SOAK_SECONDS, or --duration when given, else 60 s; BENCH_SOAK_RATE requests/s (200).
   const soakPart = matches('soak');
   // One worker beside two (WEB_CONCURRENCY, soak.ts): `--only workers`.
   const workersPart = matches('workers');
   const soakSeconds = Number(process.env.BENCH_SOAK_SECONDS ?? (process.argv.some((arg) => arg.startsWith('--duration')) || process.env.BENCH_DURATION ? options.durationSeconds : 60));
-  if (chosenNames.size === 0 && ingestParts.length === 0 && !anyRelay && !relayParts.ceiling && !svgPart && !soakPart && !workersPart) throw new Error(`--only "${options.only}" matches no scenario, no ingest part, no relay part and not the SVG part`);
+  if (chosenNames.size === 0 && ingestParts.length === 0 && !anyRelay && !relayParts.ceiling && !svgPart && !loopPart && !soakPart && !workersPart) throw new Error(`--only "${options.only}" matches no scenario, no ingest part, no relay part, not the SVG part and not the event loop`);
   // The peers answer the platform's own policy document: the platform runs whenever they do.
   const sqliteNeeded = ['platform', 'peer-jwt', 'peer-opaque'].some((target) => targetsChosen.has(target as TargetName)) || ingestParts.some((part) => part.database === 'sqlite');
 
@@ -408,7 +412,7 @@ async function main(): Promise<number> {
   log('');
 
   const phase = options.warmupSeconds + options.durationSeconds;
-  armWatchdog(options.runs * list.length * (phase + 15) + ingestParts.length * (2 * options.runs * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + (soakPart ? soakSeconds + 240 : 0) + (workersPart ? 4 * phase + 120 : 0) + 60);
+  armWatchdog(options.runs * list.length * (phase + 15) + ingestParts.length * (2 * options.runs * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + (loopPart ? 240 : 0) + (soakPart ? soakSeconds + 240 : 0) + (workersPart ? 4 * phase + 120 : 0) + 60);
   const outcomes: Outcome[] = list.map((scenario) => ({ scenario, runs: [] }));
   const notes: string[] = [];
   let baselineRate: number | undefined;
@@ -609,6 +613,31 @@ async function main(): Promise<number> {
     log(formatSvgTable(svg));
   }
 
+  let stalls: Stall[] | undefined;
+  let loopProblem: string | undefined;
+  if (loopPart) {
+    log('');
+    log(`Event-loop lag under hostile payloads (issue 23): the platform in its own process, LOG_LEVEL info, each payload sent alone while GET /healthz is asked every 10 ms; no stall may reach ${STALL_LIMIT_MS} ms`);
+    const loopEnv = { ...platformEnv, DATABASE_URL: `sqlite:${join(workDir, 'event-loop.sqlite')}`, LOG_LEVEL: 'info', RATE_LIMITS_ENABLED: 'false' };
+    const seed = await seedPlatform({ env: loopEnv, host: HOST, oidc, ingestDevices: 1, projectOwner: true });
+    const child = await startChild({ name: 'platform (event loop)', script: here('./platform-server.js'), env: loopEnv, port: await freePort(), ready: { path: '/healthz' } });
+    try {
+      const served = { port: Number(new URL(child.origin).port) };
+      const target = { host: HOST, token: seed.ingest[0]!.accessToken, projectId: seed.projectId };
+      for (let i = 0; i < 20; i++) await sendTo(served.port, HOST, { method: 'GET', path: `/nope?warm=${i}` });
+      stalls = [];
+      for (const hostile of [...LOG_CASES, ...FIXED_ELSEWHERE, ...generatedLogCases(2), ...AWAITING_OTHER_BRANCHES]) stalls.push(await measureStall(served, target, hostile, 1));
+      log(formatStallTable(stalls));
+      const owned = new Set([...LOG_CASES, ...FIXED_ELSEWHERE].map((hostile) => hostile.name));
+      const over = stalls.filter((stall) => owned.has(stall.name) && stall.serverMs >= Math.min(stall.budgetMs, STALL_LIMIT_MS));
+      if (over.length) loopProblem = `over budget: ${over.map((stall) => `${stall.name} (${stall.serverMs.toFixed(0)} ms)`).join(', ')}`;
+      log('(the last rows are the worst cases other branches fix: AWAITING_OTHER_BRANCHES in hostile-payloads.ts)');
+    } finally {
+      closeAgents();
+      await child.stop();
+    }
+  }
+
   const soak = soakPart
     ? await runSoak({
         script: here('./platform-server.js'),
@@ -651,6 +680,7 @@ async function main(): Promise<number> {
           notes,
           relay: relayResults.map(({ servers: _servers, ...result }) => result),
           svg,
+          eventLoop: stalls,
           ingest: ingestParts.map((part) => {
             const ceiling = part.paths.find((path) => path.name.includes('ceiling') && !path.problem)?.measurement?.itemsPerSecond;
             return {
@@ -679,9 +709,10 @@ async function main(): Promise<number> {
   for (const { name, problem } of failedRelay) process.stderr.write(`bench: FAILED ${name}: ${problem}\n`);
   for (const result of failedRelay) for (const server of result.servers ?? []) if (server.stderr().trim()) process.stderr.write(`--- ${server.name} stderr ---\n${server.stderr()}\n`);
   if (svg?.problem) process.stderr.write(`bench: FAILED svg pictures: ${svg.problem}\n`);
+  if (loopProblem) process.stderr.write(`bench: FAILED event loop: ${loopProblem}\n`);
   if (workers && !workers.ok) process.stderr.write(`bench: FAILED workers: ${workers.runs.map((run) => run.problem).filter(Boolean).join('; ')}\n`);
   if (soak && !soak.ok) process.stderr.write(`bench: FAILED soak: ${soak.errors} errors, live heap growth ${soak.memory.map((m) => (m.liveGrowth === undefined ? 'unknown' : `${(m.liveGrowth * 100).toFixed(1)}%`)).join(', ')}\n`);
-  const anyFailed = failed.length > 0 || failedIngest.length > 0 || failedRelay.length > 0 || svg?.problem !== undefined || (soak !== undefined && !soak.ok) || (workers !== undefined && !workers.ok);
+  const anyFailed = failed.length > 0 || failedIngest.length > 0 || failedRelay.length > 0 || svg?.problem !== undefined || loopProblem !== undefined || (soak !== undefined && !soak.ok) || (workers !== undefined && !workers.ok);
   for (const server of Object.values(servers)) {
     if (anyFailed && server.stderr().trim()) process.stderr.write(`--- ${server.name} stderr ---\n${server.stderr()}\n`);
   }

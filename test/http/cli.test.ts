@@ -50,7 +50,7 @@ function expectRefusal(outcome: Outcome, code: number, message: string | RegExp)
   expect(outcome.stdout).toBe('');
   const lines = outcome.stderr.trim().split('\n');
   expect(lines[0]).toMatch(typeof message === 'string' ? new RegExp(`^platform: .*${message.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`) : message);
-  expect(outcome.stderr).not.toMatch(/\n\s+at /);
+  expect(outcome.stderr).not.toMatch(/\n[^\S\n]+at /);
   expect(outcome.code).toBe(code);
 }
 
@@ -477,7 +477,7 @@ describe('first start (bootstrap)', () => {
     expect(again).toEqual([]);
 
     // The printed hint, with its placeholders filled in, must be a command this CLI runs.
-    const hint = printed.join('\n').match(/npx platform (org configure[\s\S]*?)\n\s+npx platform org list/)![1]!;
+    const hint = printed.join('\n').match(/npx platform (org configure[\s\S]*?)\n[^\S\n]+npx platform org list/)![1]!;
     const args = hint
       .replace(/\\\n/g, ' ')
       .replace('<client id>', 'workbench')

@@ -67,7 +67,7 @@ export function recordSecretsOf(body: unknown): void {
 
 /** The six-digit codes of a mail's text (a sign-in code, standing on a line of its own). */
 export function recordShortSecretsOf(text: string): void {
-  for (const match of text.matchAll(/^\s*(\d{6})\s*$/gm)) shortSecrets.add(match[1]!);
+  for (const match of text.matchAll(/^[\t ]*(\d{6})[\t ]*$/gm)) shortSecrets.add(match[1]!);
 }
 
 /** A place log lines of this file accumulate (a platform's logs, the command line's stderr). */

@@ -56,10 +56,12 @@ function encodeCursor(row: Pick<PictureRecord, 'updatedAt' | 'slug'>): string {
   return Buffer.from(`${row.updatedAt.toISOString()}|${row.slug}`, 'utf8').toString('base64url');
 }
 
+const SLUG = new RegExp(SLUG_PATTERN);
+
 function decodeCursor(cursor: string): { updatedAt: Date; slug: string } {
   const [at, slug, extra] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
   const updatedAt = new Date(at ?? '');
-  if (extra !== undefined || slug === undefined || !new RegExp(SLUG_PATTERN).test(slug) || Number.isNaN(updatedAt.getTime()) || updatedAt.toISOString() !== at) {
+  if (extra !== undefined || slug === undefined || !SLUG.test(slug) || Number.isNaN(updatedAt.getTime()) || updatedAt.toISOString() !== at) {
     throw invalidRequest('query.cursor is not a cursor this list answered', { field: 'query.cursor' });
   }
   return { updatedAt, slug };

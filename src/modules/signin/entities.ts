@@ -252,6 +252,7 @@ export const EmailCodeEntity = new EntitySchema<EmailCodeRecord>({
   },
   indices: [
     { name: 'email_codes_address', columns: ['addressHash', 'createdAt'] },
+    { name: 'email_codes_created', columns: ['createdAt'] },
     { name: 'email_codes_link_person', columns: ['linkPersonId'] },
   ],
   foreignKeys: [personForeignKey('email_codes', 'linkPersonId')],

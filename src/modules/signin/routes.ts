@@ -8,7 +8,9 @@ import { compile, describeError, type Schema } from '../../http/schema.js';
 import { NO_STORE, noStoreHeader } from '../devices/token-endpoint.js';
 import type { CloudSessions } from './sessions.js';
 import { oauthError } from './sessions.js';
+import type { EmailStartCheck } from './email-start-check.js';
 import {
+  emailChallengeSchema,
   emailStartSchema,
   emailVerifiedSchema,
   emailVerifySchema,
@@ -18,7 +20,7 @@ import {
   tokenRequestSchema,
 } from './schemas.js';
 import { bindingForStart, browserBindingOf, flowCookie } from './flow-binding.js';
-import { CODE_CHALLENGE, errorRedirect, MAX_STATE_LENGTH, RedirectError, type ClientRequest, type SignInService } from './service.js';
+import { CODE_CHALLENGE, errorRedirect, MAX_STATE_LENGTH, normaliseEmail, RedirectError, type ClientRequest, type SignInService } from './service.js';
 
 /**
  * Cloud sign-in (spec 4.3; Cloud only). Every operation that can sign someone in is limited per
@@ -78,11 +80,34 @@ export interface SignInRouteOptions {
   config: CloudSignInConfig;
   /** `serviceOrigin` (src/http/origin.ts), for the documentation of the callback. */
   origin: string | undefined;
+  /** A check `email/start` asks before it mails (email-start-check.ts); none by default. */
+  emailStartCheck?: EmailStartCheck | undefined;
 }
 
-export function signInRoutes({ service, sessions, config, origin }: SignInRouteOptions): RouteDefinition[] {
+export function signInRoutes({ service, sessions, config, origin, emailStartCheck }: SignInRouteOptions): RouteDefinition[] {
   const limits = signInRateLimits(config);
   return [
+    defineRoute({
+      method: 'get',
+      path: '/auth/v1/email/challenge',
+      operationId: 'emailSignInChallenge',
+      summary: 'What email/start asks before it mails a code',
+      description:
+        'Off by default: `{"kind":"none"}`, and `POST /auth/v1/email/start` needs no `proof`. With the built-in proof of work ' +
+        '(`AUTH_EMAIL_PROOF_OF_WORK_BITS`), a fresh challenge: find a `nonce` such that SHA-256 of `<challenge>:<email>:<nonce>` starts with `bits` zero bits, ' +
+        'and send `proof: "<challenge>:<nonce>"` with the address. A deployment may wire a CAPTCHA instead (`kind` names it; its widget makes the challenge). ' +
+        'Minting a challenge stores nothing (it carries its own HMAC), so it has no rate limit of its own.',
+      tag: 'Cloud sign-in',
+      extension: true,
+      cloudOnly: true,
+      tenant: false,
+      auth: 'public',
+      database: false,
+      schemas: {},
+      responses: { 200: { description: 'The check, and its challenge if it makes one.', schema: emailChallengeSchema, headers: noStoreHeader } },
+      handler: async () => ({ status: 200, body: emailStartCheck ? { kind: emailStartCheck.kind, ...(await emailStartCheck.challenge()) } : { kind: 'none' }, headers: NO_STORE }),
+    }),
+
     defineRoute({
       method: 'get',
       path: '/auth/v1/providers',
@@ -210,7 +235,9 @@ export function signInRoutes({ service, sessions, config, origin }: SignInRouteO
         'Always 202 `{}` when the request is well-formed, whether or not the address has an account. The code works 10 minutes and five tries; ' +
         'asking again replaces the previous code. At most five codes per address per hour (counted from the codes asked: a new code never resets it), ' +
         `and ${limits.emailStart.limit} requests a minute per network address: 429 \`slow_down\` with \`Retry-After\`. ` +
-        'With `link` (a link ticket) the address is added to the signed-in person instead.',
+        'Besides, one address gets at most `AUTH_EMAIL_CODES_PER_DAY` codes a day and the whole service sends at most `AUTH_EMAIL_CODES_PER_MINUTE` a minute: ' +
+        '429 `slow_down` with `Retry-After` too. With a check configured (`GET /auth/v1/email/challenge`), a missing or failing `proof` is 400 `invalid_request` ' +
+        'naming `body.proof`, before anything else is done. With `link` (a link ticket) the address is added to the signed-in person instead.',
       tag: 'Cloud sign-in',
       cloudOnly: true,
       tenant: false,
@@ -220,11 +247,14 @@ export function signInRoutes({ service, sessions, config, origin }: SignInRouteO
       responses: {
         202: { description: 'A code was mailed if the address can receive mail.', schema: { type: 'object', description: 'Empty.', additionalProperties: false } },
         400: { description: 'Malformed, `redirect_uri` not registered for the client, or a link ticket that is not valid.' },
-        429: { description: 'Too many codes for the address (try again in an hour), or too many requests from the network address (`Retry-After`).' },
+        429: { description: 'Too many codes for the address (an hour, a day), for the whole service this minute, or too many requests from the network address (`Retry-After`).' },
       },
       // The budget of codes per address holds whether or not rate limits by network address are on.
       errors: { 400: ['invalid_request'], 429: ['slow_down'] },
       handler: async ({ body }) => {
+        if (emailStartCheck && (body.proof === undefined || !(await emailStartCheck.verify(body.proof, normaliseEmail(body.email))))) {
+          throw invalidRequest(`body.proof must be a ${emailStartCheck.kind} proof that passes (GET /auth/v1/email/challenge), used once`, { field: 'body.proof' });
+        }
         if (!service.isRegistered(body.client, body.redirect_uri)) {
           throw invalidRequest('redirect_uri must be registered for the client, exactly', { field: 'body.redirect_uri' });
         }

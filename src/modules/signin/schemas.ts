@@ -58,8 +58,27 @@ export const emailStartSchema = named('EmailSignInStart', {
     code_challenge_method: { type: 'string', enum: ['S256'], description: '`S256` (the default).' },
     state: { type: 'string', maxLength: 500, description: 'Returned unchanged by `POST /auth/v1/email/verify`.' },
     link: { type: 'string', maxLength: 200, description: 'A link ticket: the address is added to the signed-in person instead of signing in.' },
+    proof: {
+      type: 'string',
+      maxLength: 2000,
+      description: 'What the deployment\'s check asks for (`GET /auth/v1/email/challenge`): the solved proof of work `<challenge>:<nonce>`, or a CAPTCHA token. Ignored when no check is configured (the default).',
+    },
   },
   additionalProperties: false,
+} as const);
+
+export const emailChallengeSchema = named('EmailSignInChallenge', {
+  type: 'object',
+  description: 'What `POST /auth/v1/email/start` asks of the client before it mails a code.',
+  required: ['kind'],
+  properties: {
+    kind: { type: 'string', description: '`none` (no check: send no proof), `proof-of-work` (the built-in check), or the name of the deployment\'s CAPTCHA.' },
+    challenge: { type: 'string', description: 'Proof of work: the challenge to solve, valid `expiresIn` seconds, used once.' },
+    bits: { type: 'integer', description: 'Proof of work: the leading zero bits SHA-256 of `<challenge>:<email>:<nonce>` must have (`email` lower-cased; `nonce` 1 to 64 base64url characters).' },
+    expiresIn: { type: 'integer', description: 'Proof of work: seconds the challenge stays valid.' },
+    algorithm: { type: 'string', description: 'Proof of work: `sha-256(challenge:email:nonce)`.' },
+  },
+  additionalProperties: true,
 } as const);
 
 export const emailVerifySchema = named('EmailSignInVerify', {

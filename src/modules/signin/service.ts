@@ -16,6 +16,7 @@ import { bindingHash, sameBrowser } from './flow-binding.js';
 import { IdentityProviderError, PROVIDER_LABELS, type IdentityProvider, type ProviderIdentity } from './identity-provider.js';
 import { oauthError, type CloudSessions, type SessionTokens } from './sessions.js';
 import { SignInStore } from './store.js';
+import { checkMailCaps, MAIL_CAP_DAY_MS } from './mail-caps.js';
 
 /**
  * Cloud sign-in (spec 4.3): the service runs its own authorization-code flow with the person's
@@ -577,6 +578,15 @@ export class SignInService {
    */
   async startEmail(address: string, request: ClientRequest, link: string | undefined): Promise<void> {
     const email = normaliseEmail(address);
+    const now = this.clock.now();
+    const windowStart = new Date(now.getTime() - 3_600_000);
+    const addressHash = hashSecret(`email:${email}`);
+    const id = newId('emc');
+    const digits = String(randomInt(0, 1_000_000)).padStart(6, '0');
+    // Rows stay a day, for the daily cap (mail-caps.ts), which is checked before the code is made
+    // (and before a link ticket is spent on a mail that will not be sent).
+    await this.store.purgeEmailCodes(new Date(now.getTime() - MAIL_CAP_DAY_MS));
+    await checkMailCaps(this.store, this.config, addressHash, now);
     let linkIntent: LinkIntent | undefined;
     try {
       linkIntent = await this.useLinkTicket(link);
@@ -584,12 +594,6 @@ export class SignInService {
       if (error instanceof RedirectError) throw invalidRequest(error.message, { field: 'body.link' });
       throw error;
     }
-    const now = this.clock.now();
-    const windowStart = new Date(now.getTime() - 3_600_000);
-    const addressHash = hashSecret(`email:${email}`);
-    const id = newId('emc');
-    const digits = String(randomInt(0, 1_000_000)).padStart(6, '0');
-    await this.store.purgeEmailCodes(windowStart);
     await this.store.insertEmailCode({
       id,
       addressHash,
@@ -631,6 +635,7 @@ export class SignInService {
     const minutes = Math.round(this.config.emailCodeTtlSeconds / 60);
     const purpose = linking ? 'add this email address to your Platform account' : 'sign in to Platform';
     return {
+      kind: 'sign_in_code' as const,
       to,
       subject: `${digits} is your Platform ${linking ? 'code to add this address' : 'sign-in code'}`,
       text: [

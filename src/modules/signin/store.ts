@@ -150,6 +150,17 @@ export class SignInStore {
     return this.manager.find(EmailCodeEntity, { where: { addressHash, createdAt: MoreThan(since) }, order: { createdAt: 'ASC', id: 'ASC' } });
   }
 
+  /** How many codes were asked since `since`, for anyone, and when the oldest of them was (the service-wide cap per minute). */
+  async emailCodesSentSince(since: Date): Promise<{ count: number; oldest: Date | undefined }> {
+    const row = await this.manager
+      .createQueryBuilder(EmailCodeEntity, 'code')
+      .select('COUNT(*)', 'count')
+      .addSelect('MIN(code.created_at)', 'oldest')
+      .where('code.created_at > :since', { since })
+      .getRawOne<{ count: number | string; oldest: unknown }>();
+    return { count: Number(row?.count ?? 0), oldest: storedDate(row?.oldest) ?? undefined };
+  }
+
   /** Rows older than the budget window count for nothing any more. */
   async purgeEmailCodes(before: Date): Promise<void> {
     await this.manager.delete(EmailCodeEntity, { createdAt: LessThan(before) });

@@ -55,6 +55,7 @@ const invitationGone = (): ApiError => notFound('no such invitation: unknown, us
 
 /** Control and format characters never reach a name (they would reach mails and consoles). */
 const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+const EVERY_UNPRINTABLE = new RegExp(UNPRINTABLE.source, 'gu');
 
 /** A team's name: 1 to 100 characters once trimmed, printable. */
 export function teamName(name: string): string {
@@ -66,7 +67,7 @@ export function teamName(name: string): string {
 
 /** A name as a plain-text mail may show it: printable, on one line, not too long. */
 function mailSafe(text: string, max = 100): string {
-  const cleaned = text.replace(new RegExp(UNPRINTABLE.source, 'gu'), ' ').replace(/\s+/g, ' ').trim();
+  const cleaned = text.replace(EVERY_UNPRINTABLE, ' ').replace(/\s+/g, ' ').trim();
   return [...cleaned].slice(0, max).join('');
 }
 
@@ -398,6 +399,7 @@ export class TeamService {
     const role = invitation.role === 'member' ? 'a member' : `an ${invitation.role}`;
     try {
       await this.options.mailer.send({
+        kind: 'invitation',
         to,
         subject: `${inviter} invited you to ${team} on Platform`,
         text: [
