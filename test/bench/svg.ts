@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import DOMPurify from 'dompurify';
 import { JSDOM } from 'jsdom';
-import { Parser } from 'htmlparser2';
+import { parse as parseHtml } from 'parse5';
 import { parseXml } from '../../src/modules/pictures/svg/parse.js';
 import { checkSvg } from '../../src/modules/pictures/svg/pipeline.js';
 

@@ -101,26 +101,35 @@ export function checkDeclarations(text: string, where: string): void {
   checkParsed(text, 'declarationList', where);
 }
 
-const FUNCTION_CALL = /([A-Za-z0-9_\-\u0080-\uFFFF]*)\(/g;
+/** A character of a CSS function name as checked here (letters, digits, `-`, `_`, non-ASCII). */
+function isNameCharacter(code: number): boolean {
+  return (code >= 0x61 && code <= 0x7a) || (code >= 0x41 && code <= 0x5a) || (code >= 0x30 && code <= 0x39) || code === 0x2d || code === 0x5f || code >= 0x80;
+}
 
 /**
  * A presentation attribute or SMIL value (`fill="url(#g)"`, `transform="rotate(45)"`,
  * `values="url(#a);url(#b)"`). Browsers read these with their CSS parser, so the same functions
- * are allowed; escapes and comments, which only serve to hide a name, are refused.
+ * are allowed; escapes and comments, which only serve to hide a name, are refused. One pass: at
+ * each `(` the name before it is read back to the previous `(` at most, so every character is
+ * read a bounded number of times (a regular expression for "name then `(`" would read a long
+ * name again from each of its characters).
  */
 export function checkStyleValue(value: string, where: string): void {
   if (!value.includes('(') && !value.includes('\\')) return;
   if (value.includes('\\')) refuse(`a backslash (CSS escape) in ${shown(value)} is not allowed`, where);
   if (value.includes('/*')) refuse(`a CSS comment in ${shown(value)} is not allowed`, where);
-  FUNCTION_CALL.lastIndex = 0;
-  for (let match = FUNCTION_CALL.exec(value); match; match = FUNCTION_CALL.exec(value)) {
-    const name = (match[1] ?? '').toLowerCase();
-    if (!ALLOWED_CSS_FUNCTIONS.has(name)) refuse(`the function ${shown(`${match[1] ?? ''}(`)} is not allowed`, where);
+  let previous = -1;
+  for (let open = value.indexOf('('); open >= 0; open = value.indexOf('(', open + 1)) {
+    let start = open;
+    while (start > previous + 1 && isNameCharacter(value.charCodeAt(start - 1))) start -= 1;
+    const written = value.slice(start, open);
+    previous = open;
+    const name = written.toLowerCase();
+    if (!ALLOWED_CSS_FUNCTIONS.has(name)) refuse(`the function ${shown(`${written}(`)} is not allowed`, where);
     if (name !== 'url') continue;
-    const start = match.index + match[0].length;
-    const end = value.indexOf(')', start);
+    const end = value.indexOf(')', open + 1);
     if (end < 0) refuse(`an unclosed url( in ${shown(value)} is not allowed`, where);
-    let target = value.slice(start, end).trim();
+    let target = value.slice(open + 1, end).trim();
     const quote = target[0];
     if (quote === '"' || quote === "'") {
       if (target.length < 2 || target[target.length - 1] !== quote) refuse(`a malformed url() in ${shown(value)} is not allowed`, where);
@@ -128,5 +137,7 @@ export function checkStyleValue(value: string, where: string): void {
     }
     const problem = referenceProblem(target, 'fragment');
     if (problem) refuse(`url(${shown(target)}): ${problem}`, where);
+    previous = end;
+    open = end;
   }
 }
