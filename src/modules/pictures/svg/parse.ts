@@ -83,6 +83,10 @@ export function parseXml(text: string): XmlDocument {
     // The first error stands; saxes goes on reading after it, and nothing after it is used.
     failure ??= new SvgRefusal('invalid_svg', `not well-formed XML: ${error.message.replace(/^\d+:\d+: /, '')}`, `line ${parser.line}, column ${parser.column}`);
   });
+  let declaration: XMLDecl | undefined;
+  parser.on('xmldecl', (value) => {
+    declaration = value;
+  });
   parser.on('doctype', (value) => {
     doctype = value;
   });
@@ -117,7 +121,5 @@ export function parseXml(text: string): XmlDocument {
   parser.write(byteOrderMark ? text.slice(1) : text).close();
   if (failure) throw failure;
   if (!root) throw new SvgRefusal('invalid_svg', 'the document must be one <svg> element', '/');
-  const declared = parser.xmlDecl;
-  const declaration = declared.version === undefined ? undefined : declared;
   return { byteOrderMark, declaration, doctype, outside, root };
 }

@@ -53,7 +53,7 @@ export const EDITOR_NAMESPACES: ReadonlySet<string> = new Set([
   'http://ns.adobe.com/Variables/1.0/',
   'http://ns.adobe.com/GenericCustomNamespace/1.0/',
   'http://ns.adobe.com/XPath/1.0/',
-  // Sketch, Figma, draw.io, Serif (Affinity), Boxy SVG, Vectornator, Gravit, Visio, CorelDRAW, LibreOffice
+  // Sketch, Figma, draw.io, Serif (Affinity), Boxy SVG, Vectornator, Gravit, Visio, CorelDRAW
   'http://www.bohemiancoding.com/sketch/ns',
   'http://www.figma.com/figma/ns',
   'http://www.jgraph.com/',
@@ -63,7 +63,11 @@ export const EDITOR_NAMESPACES: ReadonlySet<string> = new Set([
   'http://www.designer.io/',
   'http://schemas.microsoft.com/visio/2003/SVGExtensions/',
   'http://www.corel.com/coreldraw/odm/2003',
+  // LibreOffice (its export, and the slide show data of Impress: presentation, animation, SMIL 2.0)
   'http://xml.openoffice.org/svg/export',
+  'http://sun.com/xmlns/staroffice/presentation',
+  'urn:oasis:names:tc:opendocument:xmlns:animation:1.0',
+  'http://www.w3.org/2001/SMIL20/',
 ]);
 
 /** Metadata vocabularies (what `<metadata>` holds, and what some programs write outside it). */
