@@ -41,7 +41,7 @@ let server: Server;
 let origin: string;
 let context: BrowserContext;
 let profile: string;
-let pictures: { file: string; text: string }[] = [];
+const pictures: { file: string; text: string }[] = [];
 
 beforeAll(async () => {
   for (const corpus of ['legit', 'tools', 'attacks'] as const) {

@@ -24,7 +24,8 @@ function refuse(text: string, offset: number, reason: string, code: 'invalid_svg
 }
 
 const XML_DECLARATION = /^<\?xml(?:[ \t\r\n]+[A-Za-z]+[ \t\r\n]*=[ \t\r\n]*(?:"[^"<>?&]*"|'[^'<>?&]*'))*[ \t\r\n]*\?>/;
-const DECLARATION_FIELD = /([A-Za-z]+)[ \t\r\n]*=[ \t\r\n]*["']([^"']*)["']/g;
+/** One `name="value"` of the declaration, read from where the last one ended (sticky: no search). */
+const DECLARATION_FIELD = /[ \t\r\n]+([A-Za-z]+)[ \t\r\n]*=[ \t\r\n]*(?:"([^"]*)"|'([^']*)')/y;
 // eslint-disable-next-line no-control-regex
 const BAD_CHARACTER = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const ENTITY_REFERENCE = /&([A-Za-z_:][A-Za-z0-9_.:\u00B7-]*);/g;
@@ -44,9 +45,10 @@ export function checkCharacters(text: string): void {
 function checkDeclaration(text: string, offset: number): number {
   const declaration = XML_DECLARATION.exec(text.slice(offset, offset + 200));
   if (!declaration) refuse(text, offset, 'a processing instruction may not start the document (only the XML declaration <?xml version="1.0"?> may)', 'invalid_svg');
-  DECLARATION_FIELD.lastIndex = 0;
+  DECLARATION_FIELD.lastIndex = 5;
   for (let field = DECLARATION_FIELD.exec(declaration[0]); field; field = DECLARATION_FIELD.exec(declaration[0])) {
-    const [, name, value = ''] = field;
+    const name = field[1];
+    const value = field[2] ?? field[3] ?? '';
     // Stored and served as UTF-8 XML 1.0: another encoding would make a browser decode other
     // characters than those checked here; XML 1.1 reads line ends and controls differently.
     if (name === 'encoding' && value.toLowerCase() !== 'utf-8') refuse(text, offset, `the encoding ${shown(value)} is not allowed (pictures are UTF-8)`);
