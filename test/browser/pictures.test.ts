@@ -164,12 +164,15 @@ describe('accepted pictures in Chromium', () => {
     }
   });
 
-  it('shows every accepted picture (legitimate, real tools, inert attacks) as a document, in <img> and inline without running a script or requesting anything', async () => {
-    expect(pictures.filter(({ file }) => file.startsWith('legit--')).length).toBeGreaterThanOrEqual(30);
-    expect(pictures.filter(({ file }) => file.startsWith('tools--')).length).toBeGreaterThanOrEqual(57);
-    expect(pictures.filter(({ file }) => file.startsWith('attacks--')).length).toBeGreaterThanOrEqual(10);
+  it.each([
+    ['legit', 30],
+    ['tools', 80],
+    ['attacks', 18],
+  ] as const)('shows every accepted %s picture, as stored, as a document, in <img> and inline without running a script or requesting anything', async (corpus, least) => {
+    const shown = pictures.filter(({ file }) => file.startsWith(`${corpus}--`));
+    expect(shown.length).toBeGreaterThanOrEqual(least);
     const findings: string[] = [];
-    for (const { file, text } of pictures) {
+    for (const { file, text } of shown) {
       expect(checkSvg(text)).toEqual({ svg: text, normalised: [] });
       for (const mode of MODES) {
         const { scripts, outside } = await show(mode, file);
@@ -178,5 +181,5 @@ describe('accepted pictures in Chromium', () => {
       }
     }
     expect(findings).toEqual([]);
-  });
+  }, 900_000);
 });
