@@ -89,12 +89,14 @@ export const LOG_CASES: Hostile[] = [
 export const AWAITING_OTHER_BRANCHES: Hostile[] = [
   // Just under INGEST_MAX_STRING_LENGTH (1 MiB): accepted, so redaction reads all of it.
   { name: 'ingest: an event of 1 MB of `cookie:`', budgetMs: INGEST_BUDGET_MS, status: 200, build: (t) => ({ method: 'POST', path: '/ingest/v1', ...json(t, envelope(t, { text: 'cookie:'.repeat(149_000) })) }) },
-  { name: 'SVG: <use href> with 80,000 spaces', budgetMs: SVG_BUDGET_MS, build: (t) => picture(t, `<use href="#a${' '.repeat(80_000)}b"/>`) },
-  { name: 'SVG: fill="rgb(0,0,0) " and 60,000 `a`', budgetMs: SVG_BUDGET_MS, build: (t) => picture(t, `<rect width="1" height="1" fill="rgb(0,0,0) ${'a'.repeat(60_000)}"/>`) },
 ];
 
 /** Worst cases of other branches that pass here: the lead moves lines of AWAITING_OTHER_BRANCHES here at merge. */
-export const FIXED_ELSEWHERE: Hostile[] = [];
+export const FIXED_ELSEWHERE: Hostile[] = [
+  // The SVG checks (issue 24): both answered 400 at once now.
+  { name: 'SVG: <use href> with 80,000 spaces', budgetMs: SVG_BUDGET_MS, build: (t) => picture(t, `<use href="#a${' '.repeat(80_000)}b"/>`) },
+  { name: 'SVG: fill="rgb(0,0,0) " and 60,000 `a`', budgetMs: SVG_BUDGET_MS, build: (t) => picture(t, `<rect width="1" height="1" fill="rgb(0,0,0) ${'a'.repeat(60_000)}"/>`) },
+];
 
 /** Generated heads, shaped by each log rule's own pattern: the pieces it is made of and the characters that stop it. */
 export const LOG_RULE_PIECES: Record<string, string[]> = {

@@ -88,19 +88,36 @@ async function current(slug: string, project = projectId): Promise<Record<string
 }
 
 describe('PUT /projects/v1/{id}/pictures/{slug}', () => {
-  it('creates a picture with If-Match "0": 201, the version as a strong ETag, the SVG stored byte for byte', async () => {
-    const svg = `<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg"  viewBox="0 0 10 10" >\r\n\t<!-- kept as sent -->\n  <circle cx="5" cy="5" r="4" fill="red" />\n</svg>\n`;
+  it('creates a picture with If-Match "0": 201, the version as a strong ETag, the SVG stored as normalised', async () => {
+    const svg = `<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">\n<svg xmlns="http://www.w3.org/2000/svg"  viewBox='0 0 10 10' >\r\n\t<!-- removed -->\n  <circle cx="5" cy="5" r="4" fill="red" />\n</svg>\n`;
+    const normalised = `<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10">\n  <circle cx="5" cy="5" r="4" fill="red"/>\n</svg>\n`;
     const res = await save(contributor, 'first', { spec: spec('First', { nodes: [{ id: 'a' }] }), svg, look: 'sketch' });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ slug: 'first', spec: spec('First', { nodes: [{ id: 'a' }] }), svg, look: 'sketch', createdBy: contributorId, updatedBy: contributorId, previousVersion: null });
+    expect(res.body).toMatchObject({ slug: 'first', spec: spec('First', { nodes: [{ id: 'a' }] }), svg: normalised, normalised: ['doctype', 'comment'], look: 'sketch', createdBy: contributorId, updatedBy: contributorId, previousVersion: null });
     expect(res.body.version).toMatch(/^ver_[0-9a-z]{16}$/);
     expect(res.headers.etag).toBe(`"${res.body.version}"`);
     expect(res.body.createdAt).toBe(platform.clock.now().toISOString());
-    expect((await row('first'))!.svg).toBe(svg);
+    expect((await row('first'))!.svg).toBe(normalised);
     const read = await request(viewer, 'get', picturePath('first'));
     expect(read.status).toBe(200);
-    expect(read.body).toEqual(res.body);
+    const { normalised: _removed, ...picture } = res.body as Record<string, unknown>;
+    expect(read.body).toEqual(picture);
     expect(read.headers.etag).toBe(res.headers.etag);
+  });
+
+  it('normalises idempotently: saving the stored SVG again, or the same SVG as sent, is an unchanged save that keeps the version', async () => {
+    const inkscape = `<svg xmlns="http://www.w3.org/2000/svg" xmlns:inkscape="http://www.inkscape.org/namespaces/inkscape" xmlns:svg="http://www.w3.org/2000/svg" inkscape:version="1.2"><metadata><x/></metadata><g inkscape:label="Layer 1"><rect width="4" height="4"/></g></svg>`;
+    const first = await save(contributor, 'idempotent', { spec: spec(), svg: inkscape });
+    expect(first.status).toBe(201);
+    expect(first.body).toMatchObject({ svg: '<svg xmlns="http://www.w3.org/2000/svg"><g><rect width="4" height="4"/></g></svg>', normalised: ['metadata', 'editor-data', 'namespace-declaration'] });
+    platform.clock.advance(1000);
+    const stored = await save(contributor, 'idempotent', { spec: spec(), svg: first.body.svg }, { 'If-Match': `"${first.body.version}"` });
+    expect(stored.status).toBe(200);
+    expect(stored.body).toMatchObject({ version: first.body.version, updatedAt: first.body.updatedAt, svg: first.body.svg, normalised: [], previousVersion: null });
+    expect(stored.headers.etag).toBe(first.headers.etag);
+    const asSent = await save(contributor, 'idempotent', { spec: spec(), svg: inkscape }, { 'If-Match': `"${first.body.version}"` });
+    expect(asSent.body).toMatchObject({ version: first.body.version, normalised: ['metadata', 'editor-data', 'namespace-declaration'], previousVersion: null });
+    expect((await request(viewer, 'get', `${picturePath('idempotent')}/previous`)).status).toBe(404);
   });
 
   it('answers SVG with headers that keep a browser from running or rendering it', async () => {
@@ -187,7 +204,7 @@ describe('PUT /projects/v1/{id}/pictures/{slug}', () => {
     expect(v2.body.version).not.toBe(v1.version);
     const previous = await request(viewer, 'get', `${picturePath('history')}/previous`);
     expect(previous.status).toBe(200);
-    expect(previous.body).toEqual({ ...v1, previousVersion: null });
+    expect(previous.body).toEqual({ ...v1, normalised: undefined, previousVersion: null });
     expect(previous.headers.etag).toBe(`"${v1.version}"`);
     expect(previous.headers['content-security-policy']).toContain('sandbox');
 
@@ -232,6 +249,12 @@ describe('PUT /projects/v1/{id}/pictures/{slug}', () => {
     expect(script.body).toMatchObject({ error: 'unsafe_svg', where: '/svg/script[1]' });
     const doctype = await save(contributor, 'unsafe', { spec: spec(), svg: `<!DOCTYPE svg>\n${SVG}` });
     expect(doctype.body).toMatchObject({ error: 'unsafe_svg', where: 'line 1, column 1' });
+    const subset = await save(contributor, 'unsafe', { spec: spec(), svg: `<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd" [<!ENTITY x "y">]>\n${SVG}` });
+    expect(subset.body).toMatchObject({ error: 'unsafe_svg', where: 'line 1, column 1' });
+    expect(subset.body.message).toContain('internal subset');
+    const long = await save(contributor, 'unsafe', { spec: spec(), svg: svgWith(`<rect fill="rgb(0,0,0) ${'a'.repeat(60_000)}"/>`) });
+    expect(long.body).toMatchObject({ error: 'unsafe_svg', where: '/svg/rect[1]/@fill' });
+    expect(long.body.message).toContain('longer than 8192 characters');
     const broken = await save(contributor, 'unsafe', { spec: spec(), svg: '<svg xmlns="http://www.w3.org/2000/svg"><rect></svg>' });
     expect(broken.status).toBe(400);
     expect(broken.body.error).toBe('invalid_svg');

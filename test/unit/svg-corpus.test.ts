@@ -4,13 +4,19 @@ import { describe, expect, it } from '@jest/globals';
 import { checkSvg, SvgRefusal } from '../../src/modules/pictures/svg/pipeline.js';
 
 /**
- * The two corpora of test/fixtures/svg: every known attack refused, every legitimate picture
- * accepted as it is. Each corpus has an INDEX.md naming every file (and, for attacks, its source).
+ * The corpora of test/fixtures/svg, each with an INDEX.md naming every file:
+ * - attacks: every vector refused, or (as its row says) accepted only in a normalised form that
+ *   `test/browser/pictures.test.ts` shows inert in Chromium;
+ * - legit: pictures written for this service, all accepted;
+ * - tools: files written by real programs (program and version in the index), at least 95%
+ *   accepted, each refusal the one the index names.
+ * Whatever is accepted is normalised idempotently: checking the stored text again changes nothing.
  */
 
 const FIXTURES = join(process.cwd(), 'test/fixtures/svg');
+type Corpus = 'attacks' | 'legit' | 'tools';
 
-function corpus(name: 'attacks' | 'legit'): { file: string; text: string }[] {
+function corpus(name: Corpus): { file: string; text: string }[] {
   const dir = join(FIXTURES, name);
   return readdirSync(dir)
     .filter((file) => file.endsWith('.svg'))
@@ -18,40 +24,62 @@ function corpus(name: 'attacks' | 'legit'): { file: string; text: string }[] {
     .map((file) => ({ file, text: readFileSync(join(dir, file), 'utf8') }));
 }
 
-function indexed(name: 'attacks' | 'legit'): Map<string, string[]> {
+function indexed(name: Corpus): Map<string, string[]> {
   const rows = readFileSync(join(FIXTURES, name, 'INDEX.md'), 'utf8')
     .split('\n')
     .filter((line) => line.startsWith('| `'));
   return new Map(rows.map((line) => [/`([^`]+)`/.exec(line)![1]!, line.split(' | ').map((cell) => cell.trim())]));
 }
 
+function outcome(text: string): { accepted: true; svg: string } | { accepted: false; refusal: SvgRefusal } {
+  try {
+    return { accepted: true, svg: checkSvg(text).svg };
+  } catch (error) {
+    if (error instanceof SvgRefusal) return { accepted: false, refusal: error };
+    throw error;
+  }
+}
+
+function expectIdempotent(svg: string): void {
+  const again = checkSvg(svg);
+  expect(again.svg).toBe(svg);
+  expect(again.normalised).toEqual([]);
+}
+
 const attacks = corpus('attacks');
 const legit = corpus('legit');
+const tools = corpus('tools');
 
 describe('the attack corpus', () => {
-  it('holds at least 100 vectors, each listed in INDEX.md with what it tries and its source', () => {
-    expect(attacks.length).toBeGreaterThanOrEqual(100);
-    const index = indexed('attacks');
+  const index = indexed('attacks');
+
+  it('holds at least 200 vectors (40 and more aimed at the normalisation), each listed in INDEX.md with what it tries, its source and its outcome', () => {
+    expect(attacks.length).toBeGreaterThanOrEqual(200);
+    expect([...index.values()].filter((cells) => cells[2]!.includes('aimed at the normalisation')).length).toBeGreaterThanOrEqual(40);
     expect([...index.keys()].sort()).toEqual(attacks.map(({ file }) => file));
     for (const [, cells] of index) {
-      expect(cells).toHaveLength(3);
+      expect(cells).toHaveLength(4);
       expect(cells[1]!.length).toBeGreaterThan(5);
       expect(cells[2]).toMatch(/DOMPurify|html5sec|OWASP|PortSwigger|svg-sanitizer|cure53|this service/);
+      expect(cells[3]).toMatch(/^(refused|accepted, inert: .{10,}) \|$/);
     }
   });
 
-  it.each(attacks)('refuses $file', ({ text }) => {
-    let refusal: unknown;
-    try {
-      checkSvg(text);
-    } catch (error) {
-      refusal = error;
+  it.each(attacks)('$file: refused, or accepted as its index row says', ({ file, text }) => {
+    const expectsRefusal = index.get(file)![3]!.startsWith('refused');
+    const result = outcome(text);
+    expect({ file, accepted: result.accepted }).toEqual({ file, accepted: !expectsRefusal });
+    if (!result.accepted) {
+      const { code, reason, where } = result.refusal;
+      expect(['unsafe_svg', 'invalid_svg']).toContain(code);
+      expect(reason.length).toBeGreaterThan(10);
+      expect(where).toMatch(/^(\/svg|\/|line \d+, column \d+)/);
+    } else {
+      // Stored without comments, processing instructions or a DOCTYPE; that the rest is inert in
+      // every view, test/browser/pictures.test.ts shows.
+      expect(result.svg).not.toMatch(/<!--|<\?(?!xml )|<!DOCTYPE/);
+      expectIdempotent(result.svg);
     }
-    expect(refusal).toBeInstanceOf(SvgRefusal);
-    const { code, reason, where } = refusal as SvgRefusal;
-    expect(['unsafe_svg', 'invalid_svg']).toContain(code);
-    expect(reason.length).toBeGreaterThan(10);
-    expect(where).toMatch(/^(\/svg|\/|line \d+, column \d+)/);
   });
 });
 
@@ -61,7 +89,44 @@ describe('the legitimate corpus', () => {
     expect([...indexed('legit').keys()].sort()).toEqual(legit.map(({ file }) => file));
   });
 
-  it.each(legit)('accepts $file', ({ text }) => {
-    expect(() => checkSvg(text)).not.toThrow();
+  it.each(legit)('accepts $file, idempotently', ({ text }) => {
+    const { svg } = checkSvg(text);
+    expectIdempotent(svg);
+  });
+});
+
+describe('the real-tool corpus', () => {
+  const index = indexed('tools');
+
+  it('holds at least 60 files, each listed in INDEX.md with the program and its version', () => {
+    expect(tools.length).toBeGreaterThanOrEqual(60);
+    expect([...index.keys()].sort()).toEqual(tools.map(({ file }) => file));
+    for (const [file, cells] of index) {
+      expect(cells).toHaveLength(4);
+      expect(cells[1]).toMatch(/\d\.\d/);
+      if (file.endsWith('.svgo.svg')) expect(cells[1]).toContain('svgo 4.1.0 (default preset)');
+      expect(tools.some((tool) => tool.file === file.replace(/(\.svgo)?\.svg$/, file.endsWith('.svgo.svg') ? '.svg' : '.svgo.svg'))).toBe(true);
+    }
+    for (const program of ['Graphviz', 'matplotlib', 'gnuplot', 'Inkscape', 'LibreOffice Draw', 'mermaid', 'D3', 'Excalidraw', 'draw.io']) {
+      expect([...index.values()].some((cells) => cells[1]!.startsWith(program))).toBe(true);
+    }
+  });
+
+  it('accepts at least 95% of them; every refusal is the one INDEX.md names and justifies', () => {
+    const refused: string[] = [];
+    for (const { file, text } of tools) {
+      const cells = index.get(file)!;
+      const result = outcome(text);
+      if (result.accepted) {
+        expect({ file, row: cells[3] }).toEqual({ file, row: 'accepted |' });
+        expectIdempotent(result.svg);
+        continue;
+      }
+      refused.push(file);
+      const named = /^refused: `([^`]+)` — .{40,}/.exec(cells[3]!);
+      expect({ file, named: Boolean(named) }).toEqual({ file, named: true });
+      expect(result.refusal.reason).toContain(named![1]);
+    }
+    expect((tools.length - refused.length) / tools.length).toBeGreaterThanOrEqual(0.95);
   });
 });

@@ -11,6 +11,7 @@ import {
   PICTURE_LIMITS,
   pictureListSchema,
   pictureParamsSchema,
+  pictureSavedSchema,
   pictureSchema,
   pictureWriteSchema,
   projectParamsSchema,
@@ -205,7 +206,7 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
         'Contributors and owners of the project. An update needs `If-Match: "<version>"` (the version the change is based on), a create `If-None-Match: *` or `If-Match: "0"` ' +
         '(428 without one of them, `If-Match: *` and `If-None-Match` naming versions included; 412 when it does not hold). ' +
         'A save that changes spec, SVG or look makes a new version and keeps the replaced one as the previous; a save of the same content answers the current version unchanged. ' +
-        'The SVG must pass the SVG rules (400 `unsafe_svg` / `invalid_svg` naming what and where) and is stored as sent. ' +
+        'The SVG is normalised first (the standard SVG DOCTYPE, comments, processing instructions, `<metadata>` and drawing programs\' editor data are removed, and the document is written in one fixed form; `normalised` in the answer names what was removed), then must pass the SVG rules (400 `unsafe_svg` / `invalid_svg` naming what and where); the normalised SVG is what is stored, versioned and answered. Saving the stored SVG again is an unchanged save. ' +
         `Limits: body ${PICTURE_LIMITS.bodyBytes} bytes, SVG ${PICTURE_LIMITS.svgBytes} bytes, spec ${PICTURE_LIMITS.specBytes} bytes as JSON (413); ${PICTURE_LIMITS.perProject} pictures per project (409 \`picture_limit_reached\`).`,
       deviceScope: 'pictures:write',
       bodyLimitBytes: PICTURE_LIMITS.bodyBytes,
@@ -219,11 +220,11 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
       headers: writeHeaders,
       schemas: { params: pictureParamsSchema, body: pictureWriteSchema },
       responses: {
-        200: { description: 'Saved: the new version, or the current one when nothing changed.', schema: pictureSchema, headers: svgHeaders },
-        201: { description: 'A new picture, at its first version.', schema: pictureSchema, headers: svgHeaders },
+        200: { description: 'Saved: the new version, or the current one when nothing changed; `normalised` says what normalising the SVG removed.', schema: pictureSavedSchema, headers: svgHeaders },
+        201: { description: 'A new picture, at its first version; `normalised` says what normalising the SVG removed.', schema: pictureSavedSchema, headers: svgHeaders },
         400: {
           description:
-            '`invalid_request` (naming the field; also a spec key longer than 1,000 characters), `json_too_complex` (a spec nested deeper than 64 levels or holding more than 100,000 keys and items), `invalid_svg` (not a well-formed SVG document), `unsafe_svg` (breaks an SVG rule; `where` names the element or line), `unsupported_schema_version` (`spec.version` is not 1).',
+            '`invalid_request` (naming the field; also a spec key longer than 1,000 characters), `json_too_complex` (a spec nested deeper than 64 levels or holding more than 100,000 keys and items), `invalid_svg` (not a well-formed SVG document), `unsafe_svg` (breaks an SVG rule, including a value over its length limit; `where` names the element or line), `unsupported_schema_version` (`spec.version` is not 1).',
         },
         403: forbiddenAnswer,
         404: notFoundAnswer,
@@ -234,8 +235,8 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
       errors: { 400: ['invalid_svg', 'unsafe_svg', 'unsupported_schema_version'], 404: ['not_found'], 409: ['picture_limit_reached'], ...preconditionErrors },
       handler: async ({ params, body, principal, req }) => {
         await requireAccess(projects, principal, params.id, 'update');
-        const { picture, created } = await pictures.save(params.id, params.slug, principal!.personId as string, body as PictureWrite, readPreconditions(req.headers));
-        return pictureReply(picture, created ? 201 : 200);
+        const { picture, created, normalised } = await pictures.save(params.id, params.slug, principal!.personId as string, body as PictureWrite, readPreconditions(req.headers));
+        return { status: created ? 201 : 200, headers: pictureHeaders(picture), body: { ...whole(picture), normalised } };
       },
     }),
     defineRoute({

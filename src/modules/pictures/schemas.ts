@@ -1,5 +1,6 @@
 import { named, timestampSchema } from '../../http/schema.js';
 import { MAX_LOOK_LENGTH } from './entities.js';
+import { NORMALISED_KINDS } from './svg/rules.js';
 
 /** Limits of spec section 8 and the bounds this service adds for free-form spec JSON. */
 export const PICTURE_LIMITS = {
@@ -60,7 +61,7 @@ export const pictureWriteSchema = named('PictureWrite', {
   required: ['spec', 'svg'],
   properties: {
     spec: pictureSpecSchema,
-    svg: { type: 'string', minLength: 1, description: 'The SVG document, at most 2 MB (UTF-8); checked by the SVG rules and stored exactly as sent.' },
+    svg: { type: 'string', minLength: 1, description: 'The SVG document, at most 2 MB (UTF-8). Normalised (inert parts removed, then written in one fixed form), checked by the SVG rules, and stored as normalised.' },
     look: { type: 'string', maxLength: MAX_LOOK_LENGTH, description: 'How the picture is drawn (a style name); optional.' },
   },
   additionalProperties: false,
@@ -84,7 +85,24 @@ export const pictureSchema = named('Picture', {
   properties: {
     ...pictureFields,
     spec: { type: 'object', description: 'The spec as saved.' },
-    svg: { type: 'string', description: 'The SVG as saved, byte for byte.' },
+    svg: { type: 'string', description: 'The SVG as stored: the normalised document the SVG rules checked, byte for byte.' },
+  },
+  additionalProperties: false,
+} as const);
+
+export const pictureSavedSchema = named('PictureSaved', {
+  type: 'object',
+  description: 'A save\'s answer: the picture version, whole, and what normalising its SVG removed.',
+  required: [...pictureSchema.required, 'normalised'],
+  properties: {
+    ...pictureSchema.properties,
+    normalised: {
+      type: 'array',
+      uniqueItems: true,
+      items: { type: 'string', enum: NORMALISED_KINDS },
+      description:
+        'What normalisation removed from the SVG sent, in this order: `doctype` (the standard SVG 1.0/1.1 DOCTYPE), `comment`, `processing-instruction`, `metadata` (`<metadata>` and RDF/Dublin Core/Creative Commons/XMP markup), `editor-data` (elements and attributes of drawing programs\' namespaces: Inkscape, Sodipodi, Illustrator, Sketch, Figma, draw.io, Serif, …), `namespace-declaration` (`xmlns:svg` and declarations of those namespaces). Empty when nothing was removed; the SVG is still written in the one fixed form.',
+    },
   },
   additionalProperties: false,
 } as const);

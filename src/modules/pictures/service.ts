@@ -9,7 +9,7 @@ import type { PictureRecord } from './entities.js';
 import { conditionsHold, preconditionFailed, requireGuard, type Preconditions } from './preconditions.js';
 import { PICTURE_LIMITS, SLUG_PATTERN } from './schemas.js';
 import { PictureStore, type PictureHead, type PictureSummaryRow } from './store.js';
-import { checkSvg, SvgRefusal } from './svg/pipeline.js';
+import { checkSvg, SvgRefusal, type CheckedSvg, type NormalisedKind } from './svg/pipeline.js';
 
 /** A picture as saved (spec 2.13); the spec has passed the route's schema and limits. */
 export interface PictureWrite {
@@ -22,6 +22,8 @@ export interface SaveResult {
   picture: PictureRecord;
   /** A new picture (201) rather than a new or unchanged version of one (200). */
   created: boolean;
+  /** What normalising the SVG removed (the stored SVG is the normalised one). */
+  normalised: NormalisedKind[];
 }
 
 export interface PicturePage {
@@ -134,12 +136,16 @@ export class PictureService {
     if (!conditionsHold(conditions, head?.version)) throw preconditionFailed(head?.version);
     // Limits before work: a full project refuses a new picture before its SVG is read.
     if (!head && (await this.store.count(projectId)) >= PICTURE_LIMITS.perProject) throw limitReached();
+    let checked: CheckedSvg;
     try {
-      checkSvg(write.svg);
+      checked = checkSvg(write.svg);
     } catch (error) {
       if (error instanceof SvgRefusal) throw refusedSvg(error);
       throw error;
     }
+    // From here on the picture is the normalised one: digest, stored text and answer.
+    write = { ...write, svg: checked.svg };
+    const { normalised } = checked;
     const digest = digestOf(write);
     const spec = JSON.stringify(write.spec);
     const look = write.look ?? null;
@@ -148,12 +154,12 @@ export class PictureService {
       if (head && head.digest === digest) {
         // The same content again: no new version, the current one answers.
         const current = await this.store.find(projectId, slug);
-        if (current && current.version === head.version) return { picture: current, created: false };
+        if (current && current.version === head.version) return { picture: current, created: false, normalised };
       } else {
         const now = this.clock.now();
         const version = newId('ver');
         const written = head ? await this.replace(projectId, slug, head, { version, digest, spec, svg: write.svg, look, updatedBy: personId, updatedAt: now }) : await this.create(projectId, slug, personId, now, { version, digest, spec, svg: write.svg, look });
-        if (written) return { picture: written, created: head === null };
+        if (written) return { picture: written, created: head === null, normalised };
       }
       head = await this.store.head(projectId, slug);
       if (!conditionsHold(conditions, head?.version)) throw preconditionFailed(head?.version);

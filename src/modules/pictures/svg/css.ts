@@ -88,39 +88,67 @@ export function checkStylesheet(text: string, where: string): void {
   checkParsed(text, 'stylesheet', where);
 }
 
-/** A `style` attribute. Short declarations without a function, escape, comment or at-sign
- * hold nothing that could load or run, and skip the parser (diagrams carry thousands). */
+const NEEDS_PARSER = /[\\@<&{}]|\/\*/;
+const PROPERTY_NAME = /^-{0,2}[a-z][a-z0-9-]*$/i;
+
+/**
+ * A `style` attribute. Diagrams carry thousands, so the common ones skip the parser: a
+ * declaration list without escapes, comments, at-signs, braces or markup characters is split at
+ * `;` and each declaration checked like a presentation attribute (property name, then the value's
+ * functions and `url()`s, `checkStyleValue`): nothing in such a text can hide a function, a
+ * property or a reference from that scan. Anything else goes to css-tree.
+ */
 export function checkDeclarations(text: string, where: string): void {
-  if (!/[(\\@/<&]/.test(text)) {
+  if (!NEEDS_PARSER.test(text)) {
+    const declarations: [string, string][] = [];
     for (const part of text.split(';')) {
-      const property = part.slice(0, part.indexOf(':')).trim().toLowerCase();
+      if (part.trim() === '') continue;
+      const colon = part.indexOf(':');
+      const property = (colon < 0 ? part : part.slice(0, colon)).trim();
+      if (colon < 0 || !PROPERTY_NAME.test(property)) {
+        checkParsed(text, 'declarationList', where);
+        return;
+      }
+      declarations.push([property.toLowerCase(), part.slice(colon + 1)]);
+    }
+    for (const [property, value] of declarations) {
       if (FORBIDDEN_CSS_PROPERTIES.has(property)) refuse(`the CSS property ${property} is not allowed`, where);
+      checkStyleValue(value, where);
     }
     return;
   }
   checkParsed(text, 'declarationList', where);
 }
 
-const FUNCTION_CALL = /([A-Za-z0-9_\-\u0080-\uFFFF]*)\(/g;
+/** A character of a CSS function name as checked here (letters, digits, `-`, `_`, non-ASCII). */
+function isNameCharacter(code: number): boolean {
+  return (code >= 0x61 && code <= 0x7a) || (code >= 0x41 && code <= 0x5a) || (code >= 0x30 && code <= 0x39) || code === 0x2d || code === 0x5f || code >= 0x80;
+}
 
 /**
  * A presentation attribute or SMIL value (`fill="url(#g)"`, `transform="rotate(45)"`,
  * `values="url(#a);url(#b)"`). Browsers read these with their CSS parser, so the same functions
- * are allowed; escapes and comments, which only serve to hide a name, are refused.
+ * are allowed; escapes and comments, which only serve to hide a name, are refused. One pass: at
+ * each `(` the name before it is read back to the previous `(` at most, so every character is
+ * read a bounded number of times (a regular expression for "name then `(`" would read a long
+ * name again from each of its characters).
  */
 export function checkStyleValue(value: string, where: string): void {
   if (!value.includes('(') && !value.includes('\\')) return;
   if (value.includes('\\')) refuse(`a backslash (CSS escape) in ${shown(value)} is not allowed`, where);
   if (value.includes('/*')) refuse(`a CSS comment in ${shown(value)} is not allowed`, where);
-  FUNCTION_CALL.lastIndex = 0;
-  for (let match = FUNCTION_CALL.exec(value); match; match = FUNCTION_CALL.exec(value)) {
-    const name = (match[1] ?? '').toLowerCase();
-    if (!ALLOWED_CSS_FUNCTIONS.has(name)) refuse(`the function ${shown(`${match[1] ?? ''}(`)} is not allowed`, where);
+  let previous = -1;
+  for (let open = value.indexOf('('); open >= 0; open = value.indexOf('(', open + 1)) {
+    let start = open;
+    while (start > previous + 1 && isNameCharacter(value.charCodeAt(start - 1))) start -= 1;
+    const written = value.slice(start, open);
+    previous = open;
+    const name = written.toLowerCase();
+    if (!ALLOWED_CSS_FUNCTIONS.has(name)) refuse(`the function ${shown(`${written}(`)} is not allowed`, where);
     if (name !== 'url') continue;
-    const start = match.index + match[0].length;
-    const end = value.indexOf(')', start);
+    const end = value.indexOf(')', open + 1);
     if (end < 0) refuse(`an unclosed url( in ${shown(value)} is not allowed`, where);
-    let target = value.slice(start, end).trim();
+    let target = value.slice(open + 1, end).trim();
     const quote = target[0];
     if (quote === '"' || quote === "'") {
       if (target.length < 2 || target[target.length - 1] !== quote) refuse(`a malformed url() in ${shown(value)} is not allowed`, where);
@@ -128,5 +156,7 @@ export function checkStyleValue(value: string, where: string): void {
     }
     const problem = referenceProblem(target, 'fragment');
     if (problem) refuse(`url(${shown(target)}): ${problem}`, where);
+    previous = end;
+    open = end;
   }
 }

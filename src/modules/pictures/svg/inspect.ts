@@ -1,14 +1,22 @@
-import type { XastChild, XastElement } from 'svgo';
 import { checkDeclarations, checkStyleValue, checkStylesheet } from './css.js';
-import { referenceProblem } from './references.js';
+import { SVG_NAMESPACE, type XmlAttribute, type XmlDocument, type XmlElement } from './parse.js';
+import { dataMediaType, referenceProblem, type Allowed } from './references.js';
 import { SvgRefusal, shown } from './refusal.js';
 import {
   ALLOWED_ELEMENTS,
   ANIMATABLE_ATTRIBUTES,
   ANIMATION_ATTRIBUTES,
+  ARIA_ATTRIBUTE,
+  CONDITIONAL_ATTRIBUTES,
   CORE_ATTRIBUTES,
+  DATA_ATTRIBUTE,
   GEOMETRY_ATTRIBUTES,
+  LINK_ATTRIBUTES,
+  LINK_TARGETS,
+  LONG_VALUE_ATTRIBUTES,
   MAX_ELEMENT_DEPTH,
+  MAX_STYLESHEET_LENGTH,
+  MAX_VALUE_LENGTH,
   NAMESPACE_DECLARATIONS,
   PRESENTATION_ATTRIBUTES,
   REFERENCE_ATTRIBUTES,
@@ -18,6 +26,7 @@ import {
   TEXT_ONLY_ELEMENTS,
 } from './rules.js';
 
+
 /**
  * The parsed tree against the rules of `rules.ts`, element by element (an explicit stack, no
  * recursion). Answers what the HTML reading must match: every element in document order with
@@ -26,13 +35,16 @@ import {
 
 export interface ElementSignature {
   name: string;
-  attributes: Record<string, string>;
+  uri: string;
+  attributes: readonly XmlAttribute[];
+  /** The text of a `<style>` (the CSS that was checked). */
+  styleText?: string;
   /** Where it is, for a message. */
   path: () => string;
 }
 
 interface Frame {
-  element: XastElement;
+  element: XmlElement;
   parent: Frame | undefined;
   label: string;
   depth: number;
@@ -48,19 +60,19 @@ const ANIMATION_ELEMENTS = new Set(['animate', 'animateMotion', 'animateTransfor
  */
 const MAX_DRAWN_ELEMENTS = 100_000;
 
-function checkUseExpansion(root: XastElement, ids: ReadonlyMap<string, XastElement>): void {
-  const drawn = new Map<XastElement, number>();
-  const open = new Set<XastElement>();
-  const targetOf = (element: XastElement): XastElement | undefined => {
+function checkUseExpansion(root: XmlElement, ids: ReadonlyMap<string, XmlElement>): void {
+  const drawn = new Map<XmlElement, number>();
+  const open = new Set<XmlElement>();
+  const targetOf = (element: XmlElement): XmlElement | undefined => {
     if (element.name !== 'use') return undefined;
-    const href = element.attributes.href ?? element.attributes['xlink:href'];
+    const href = element.attributes.find((attribute) => attribute.name === 'href' || attribute.name === 'xlink:href')?.value;
     return href === undefined ? undefined : ids.get(href.trim().slice(1));
   };
-  const stack: { element: XastElement; expanded: boolean }[] = [{ element: root, expanded: false }];
+  const stack: { element: XmlElement; expanded: boolean }[] = [{ element: root, expanded: false }];
   while (stack.length > 0) {
-    const top = stack[stack.length - 1] as { element: XastElement; expanded: boolean };
+    const top = stack[stack.length - 1] as { element: XmlElement; expanded: boolean };
     const { element } = top;
-    const next = [...element.children.filter((child): child is XastElement => child.type === 'element')];
+    const next = [...element.children.filter((child): child is XmlElement => child.type === 'element')];
     const target = targetOf(element);
     if (target) next.push(target);
     if (!top.expanded) {
@@ -71,7 +83,7 @@ function checkUseExpansion(root: XastElement, ids: ReadonlyMap<string, XastEleme
       top.expanded = true;
       open.add(element);
       for (const child of next) {
-        if (open.has(child)) throw new SvgRefusal('unsafe_svg', `<use> references form a loop (through #${target?.attributes.id ?? child.attributes.id ?? '?'})`, '/svg');
+        if (open.has(child)) throw new SvgRefusal('unsafe_svg', `<use> references form a loop (through #${idOf(target ?? child) ?? '?'})`, '/svg');
         if (!drawn.has(child)) stack.push({ element: child, expanded: false });
       }
       continue;
@@ -85,6 +97,8 @@ function checkUseExpansion(root: XastElement, ids: ReadonlyMap<string, XastEleme
   }
 }
 
+const idOf = (element: XmlElement): string | undefined => element.attributes.find((attribute) => attribute.name === 'id')?.value;
+
 function pathOf(frame: Frame): string {
   const labels: string[] = [];
   for (let at: Frame | undefined = frame; at; at = at.parent) labels.push(at.label);
@@ -94,7 +108,8 @@ function pathOf(frame: Frame): string {
   return `/${labels.join('/')}`;
 }
 
-function checkAttribute(element: XastElement, name: string, value: string, where: () => string): void {
+function checkAttribute(element: XmlElement, attribute: XmlAttribute, where: () => string): void {
+  const { name, value } = attribute;
   const refuse = (reason: string): never => {
     throw new SvgRefusal('unsafe_svg', reason, `${where()}/@${name}`);
   };
@@ -108,18 +123,31 @@ function checkAttribute(element: XastElement, name: string, value: string, where
   if (REFERENCE_ATTRIBUTES.has(name)) {
     const kind = REFERENCING_ELEMENTS.get(element.name);
     if (!kind) refuse(`<${element.name}> may not carry ${name}`);
-    const problem = referenceProblem(value, kind as 'fragment' | 'fragment-or-image');
+    // A data: image may be as long as the picture; anything else is a short reference.
+    if (value.length > MAX_VALUE_LENGTH && dataMediaType(value.trimStart()) === undefined) refuse(`the value of ${name} is longer than ${MAX_VALUE_LENGTH} characters (the limit of an attribute value)`);
+    const problem = referenceProblem(value, kind as Allowed);
     if (problem) refuse(`${shown(value)}: ${problem}`);
     return;
   }
+  if (value.length > MAX_VALUE_LENGTH && !LONG_VALUE_ATTRIBUTES.has(name)) refuse(`the value of ${name} is longer than ${MAX_VALUE_LENGTH} characters (the limit of an attribute value)`);
   const isAnimation = ANIMATION_ELEMENTS.has(element.name);
+  const isLink = element.name === 'a';
+  const isFree = DATA_ATTRIBUTE.test(name) || ARIA_ATTRIBUTE.test(name);
   const allowed =
-    CORE_ATTRIBUTES.has(name) || PRESENTATION_ATTRIBUTES.has(name) || GEOMETRY_ATTRIBUTES.has(name) || (isAnimation && ANIMATION_ATTRIBUTES.has(name));
+    isFree ||
+    CORE_ATTRIBUTES.has(name) ||
+    CONDITIONAL_ATTRIBUTES.has(name) ||
+    PRESENTATION_ATTRIBUTES.has(name) ||
+    GEOMETRY_ATTRIBUTES.has(name) ||
+    (isAnimation && ANIMATION_ATTRIBUTES.has(name)) ||
+    (isLink && LINK_ATTRIBUTES.has(name));
   if (!allowed) refuse(`the attribute ${name} is not allowed on <${element.name}>`);
+  if (isFree) return;
   if (name === 'style') {
     checkDeclarations(value, `${where()}/@style`);
     return;
   }
+  if (name === 'target' && !LINK_TARGETS.has(value)) refuse(`a link target ${shown(value)} is not allowed (only _self and _top)`);
   if (name === 'attributeName' && !ANIMATABLE_ATTRIBUTES.has(value)) refuse(`animating ${shown(value)} is not allowed (only presentation and geometry attributes)`);
   if (element.name === 'style' && name === 'type' && !STYLE_TYPES.has(value.trim().toLowerCase())) refuse(`a style sheet of type ${shown(value)} is not allowed`);
   if (!TEXT_ATTRIBUTES.has(name)) checkStyleValue(value, `${where()}/@${name}`);
@@ -137,16 +165,13 @@ function checkTextOnly(frame: Frame): string {
   return text;
 }
 
-/** Checks the tree; answers every element's signature, in document order. */
-export function inspectTree(children: readonly XastChild[]): ElementSignature[] {
-  const roots = children.filter((child) => child.type === 'element');
-  const stray = children.find((child) => child.type !== 'element' && child.type !== 'comment' && !(child.type === 'instruction' && child.name === 'xml'));
-  if (stray) throw new SvgRefusal('invalid_svg', `a ${stray.type} outside the <svg> element is not allowed`, '/');
-  const root = roots[0];
-  if (roots.length !== 1 || !root || root.name !== 'svg') throw new SvgRefusal('invalid_svg', 'the document must be one <svg> element', '/');
+/** Checks the document's tree; answers every element's signature, in document order. */
+export function inspectTree(document: XmlDocument): ElementSignature[] {
+  const root = document.root;
+  if (root.name !== 'svg') throw new SvgRefusal('invalid_svg', 'the document must be one <svg> element', '/');
 
   const signatures: ElementSignature[] = [];
-  const ids = new Map<string, XastElement>();
+  const ids = new Map<string, XmlElement>();
   const stack: Frame[] = [{ element: root, parent: undefined, label: 'svg', depth: 1 }];
   while (stack.length > 0) {
     const frame = stack.pop() as Frame;
@@ -154,16 +179,22 @@ export function inspectTree(children: readonly XastChild[]): ElementSignature[] 
     const where = () => pathOf(frame);
     if (element.name.includes(':')) throw new SvgRefusal('unsafe_svg', `the prefixed element <${element.name}> is not allowed`, where());
     if (!ALLOWED_ELEMENTS.has(element.name)) throw new SvgRefusal('unsafe_svg', `the element <${element.name}> is not allowed`, where());
+    if (element.uri !== SVG_NAMESPACE) throw new SvgRefusal('unsafe_svg', `<${element.name}> is not in the SVG namespace (${shown(element.uri)})`, where());
     if (frame.depth > MAX_ELEMENT_DEPTH) throw new SvgRefusal('unsafe_svg', `elements nested deeper than ${MAX_ELEMENT_DEPTH} are not allowed`, where());
-    for (const [name, value] of Object.entries(element.attributes)) checkAttribute(element, name, value, where);
-    signatures.push({ name: element.name, attributes: element.attributes, path: where });
-    const id = element.attributes.id;
+    for (const attribute of element.attributes) checkAttribute(element, attribute, where);
+    const signature: ElementSignature = { name: element.name, uri: element.uri, attributes: element.attributes, path: where };
+    signatures.push(signature);
+    const id = idOf(element);
     // A repeated id refers to its first element, as getElementById answers.
     if (id !== undefined && !ids.has(id)) ids.set(id, element);
 
     if (TEXT_ONLY_ELEMENTS.has(element.name)) {
       const text = checkTextOnly(frame);
-      if (element.name === 'style') checkStylesheet(text, where());
+      if (element.name === 'style') {
+        if (text.length > MAX_STYLESHEET_LENGTH) throw new SvgRefusal('unsafe_svg', `a style sheet longer than ${MAX_STYLESHEET_LENGTH} characters is not allowed`, where());
+        checkStylesheet(text, where());
+        signature.styleText = text;
+      }
       continue;
     }
     const counts = new Map<string, number>();

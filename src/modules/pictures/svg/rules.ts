@@ -7,21 +7,85 @@
  * pipeline (`pipeline.ts`) only enforces them. Everything is an allowlist: an element, attribute,
  * CSS function or at-rule that is not named here is refused, whatever it is.
  *
+ * Before the rules, a fixed normalisation (`normalise.ts`) removes what is inert: the standard
+ * DOCTYPE, comments, processing instructions, `<metadata>`, and the elements and attributes of the
+ * editor and metadata namespaces below (by namespace URI). The rules check what is left.
+ *
  * Why some things that look harmless are not allowed:
- * - `a` (links), `metadata` (arbitrary foreign markup), `font`/`glyph` (SVG fonts: the HTML
- *   parser leaves foreign content at `<font>`), `foreignObject`, `switch`, `view`, `cursor`,
- *   `tref`, `color-profile`: embedded documents, outside references, or parser breakouts.
- * - `data-*` and unknown attributes: frameworks of the page a picture is inlined into read them
- *   as instructions (script gadgets: `data-bind`, `hx-get`, …).
- * - `xml:base`: changes what `#id` resolves against.
+ * - `metadata` is removed, never checked: it holds arbitrary foreign markup;
+ * - `font`/`glyph` (SVG fonts: the HTML parser leaves foreign content at `<font>`),
+ *   `foreignObject`, `view`, `cursor`, `tref`, `color-profile`, `iframe`, `handler`, `listener`:
+ *   embedded documents, outside references, script, or parser breakouts;
+ * - `a` links only within the picture (`#id`), and opens nothing new (`target` `_self`/`_top`);
+ * - unknown attributes (`data-*` and `aria-*` are known: they only carry text): frameworks of the
+ *   page a picture is inlined into read arbitrary attributes as instructions;
+ * - `xml:base`: changes what `#id` resolves against;
  * - `title` and `desc` hold text only: inline in HTML they are HTML integration points, where
  *   the HTML parser reads `<style>` as raw text and can be made to see markup XML does not.
  */
 
+/** What normalisation may remove, as the save answer names it (`normalised`), in this order. */
+export const NORMALISED_KINDS = ['doctype', 'comment', 'processing-instruction', 'metadata', 'editor-data', 'namespace-declaration'] as const;
+export type NormalisedKind = (typeof NORMALISED_KINDS)[number];
+
+/** The DOCTYPEs normalisation removes: the SVG 1.0 and 1.1 public identifiers, each with its own
+ * system identifier. Any other DOCTYPE is refused. */
+export const STANDARD_DOCTYPES: ReadonlyMap<string, string> = new Map([
+  ['-//W3C//DTD SVG 1.0//EN', 'http://www.w3.org/TR/2001/REC-SVG-20010904/DTD/svg10.dtd'],
+  ['-//W3C//DTD SVG 1.1//EN', 'http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd'],
+]);
+
+/** Namespaces of drawing programs: their elements and attributes only keep the program's own
+ * state (layers, guides, export settings) and are removed. By exact URI. */
+export const EDITOR_NAMESPACES: ReadonlySet<string> = new Set([
+  // Inkscape and Sodipodi
+  'http://www.inkscape.org/namespaces/inkscape',
+  'http://sodipodi.sourceforge.net/DTD/sodipodi-0.dtd',
+  'http://inkscape.sourceforge.net/DTD/sodipodi-0.dtd',
+  // Adobe Illustrator and its SVG export
+  'http://ns.adobe.com/AdobeIllustrator/10.0/',
+  'http://ns.adobe.com/AdobeSVGViewerExtensions/3.0/',
+  'http://ns.adobe.com/Extensibility/1.0/',
+  'http://ns.adobe.com/Flows/1.0/',
+  'http://ns.adobe.com/Graphs/1.0/',
+  'http://ns.adobe.com/ImageReplacement/1.0/',
+  'http://ns.adobe.com/SaveForWeb/1.0/',
+  'http://ns.adobe.com/Variables/1.0/',
+  'http://ns.adobe.com/GenericCustomNamespace/1.0/',
+  'http://ns.adobe.com/XPath/1.0/',
+  // Sketch, Figma, draw.io, Serif (Affinity), Boxy SVG, Vectornator, Gravit, Visio, CorelDRAW
+  'http://www.bohemiancoding.com/sketch/ns',
+  'http://www.figma.com/figma/ns',
+  'http://www.jgraph.com/',
+  'http://www.serif.com/',
+  'https://boxy-svg.com',
+  'http://vectornator.io',
+  'http://www.designer.io/',
+  'http://schemas.microsoft.com/visio/2003/SVGExtensions/',
+  'http://www.corel.com/coreldraw/odm/2003',
+  // LibreOffice (its export, and the slide show data of Impress: presentation, animation, SMIL 2.0)
+  'http://xml.openoffice.org/svg/export',
+  'http://sun.com/xmlns/staroffice/presentation',
+  'urn:oasis:names:tc:opendocument:xmlns:animation:1.0',
+  'http://www.w3.org/2001/SMIL20/',
+]);
+
+/** Metadata vocabularies (what `<metadata>` holds, and what some programs write outside it). */
+export const METADATA_NAMESPACES: ReadonlySet<string> = new Set([
+  'http://www.w3.org/1999/02/22-rdf-syntax-ns#',
+  'http://purl.org/dc/elements/1.1/',
+  'http://purl.org/dc/terms/',
+  'http://creativecommons.org/ns#',
+  'http://web.resource.org/cc/',
+  'http://ns.adobe.com/xap/1.0/',
+]);
+
 /** Elements, by their exact (case-sensitive) XML name, without a namespace prefix. */
 export const ALLOWED_ELEMENTS: ReadonlySet<string> = new Set([
   // structure
-  'svg', 'g', 'defs', 'symbol', 'use', 'title', 'desc',
+  'svg', 'g', 'defs', 'symbol', 'use', 'title', 'desc', 'switch',
+  // links within the picture (see LINK_ATTRIBUTES)
+  'a',
   // shapes
   'path', 'rect', 'circle', 'ellipse', 'line', 'polyline', 'polygon',
   // text
@@ -57,7 +121,28 @@ export const PRESENTATION_ATTRIBUTES: ReadonlySet<string> = new Set([
   'stroke-dashoffset', 'stroke-linecap', 'stroke-linejoin', 'stroke-miterlimit', 'stroke-opacity', 'stroke-width',
   'text-anchor', 'text-decoration', 'text-rendering', 'transform', 'transform-origin', 'unicode-bidi',
   'vector-effect', 'visibility', 'word-spacing', 'writing-mode',
+  // SVG 2 and CSS properties browsers read as presentation attributes, none taking a reference
+  'mask-type', 'transform-box', 'text-overflow', 'white-space', 'inline-size', 'line-height', 'text-orientation',
+  'font-kerning', 'font-variant-caps', 'font-variant-ligatures', 'font-variant-numeric', 'font-variant-east-asian',
+  'font-variant-position', 'font-feature-settings', 'font-variation-settings', 'font-optical-sizing',
+  'text-decoration-line', 'text-decoration-style', 'text-decoration-color', 'shape-margin', 'shape-padding',
+  'solid-color', 'solid-opacity', 'buffered-rendering',
 ]);
+
+/** Conditional processing (what `<switch>` chooses by). `requiredExtensions` and
+ * `requiredFeatures` name features by URI: an identifier compared as text, never loaded. */
+export const CONDITIONAL_ATTRIBUTES: ReadonlySet<string> = new Set(['systemLanguage', 'requiredExtensions', 'requiredFeatures']);
+
+/** What `<a>` may carry besides its reference: `target` (see LINK_TARGETS) and its title. */
+export const LINK_ATTRIBUTES: ReadonlySet<string> = new Set(['target', 'xlink:title']);
+
+/** A link opens nothing new: the same frame, or the top one. */
+export const LINK_TARGETS: ReadonlySet<string> = new Set(['_self', '_top']);
+
+/** `data-*` (lower case, as HTML requires) and `aria-*`: text for scripts and assistive
+ * technology of the page, read by nothing in the picture itself. */
+export const DATA_ATTRIBUTE = /^data-[a-z0-9_.-]+$/;
+export const ARIA_ATTRIBUTE = /^aria-[a-z]+$/;
 
 /** Geometry and the element-specific attributes of the allowed elements: plain values. */
 export const GEOMETRY_ATTRIBUTES: ReadonlySet<string> = new Set([
@@ -85,8 +170,18 @@ export const CORE_ATTRIBUTES: ReadonlySet<string> = new Set([
   'role', 'aria-label', 'aria-labelledby', 'aria-describedby', 'aria-hidden',
 ]);
 
-/** Attributes whose value is free text, never read as a style value. */
-export const TEXT_ATTRIBUTES: ReadonlySet<string> = new Set(['id', 'class', 'lang', 'xml:lang', 'role', 'aria-label', 'aria-labelledby', 'aria-describedby']);
+/** Attributes whose value is free text, never read as a style value (`data-*` and `aria-*` too). */
+export const TEXT_ATTRIBUTES: ReadonlySet<string> = new Set(['id', 'class', 'lang', 'xml:lang', 'role', 'target', 'xlink:title', 'systemLanguage', 'requiredExtensions', 'requiredFeatures']);
+
+/**
+ * Work limits. An attribute value is at most MAX_VALUE_LENGTH characters, except the geometry and
+ * animation lists that grow with the drawing (LONG_VALUE_ATTRIBUTES) and `data:` images, which
+ * the document's own limit (2 MB) bounds; a `<style>` sheet at most MAX_STYLESHEET_LENGTH. Every
+ * check of a value is one linear scan, or css-tree's linear parse of a bounded text.
+ */
+export const MAX_VALUE_LENGTH = 8 * 1024;
+export const MAX_STYLESHEET_LENGTH = 1024 * 1024;
+export const LONG_VALUE_ATTRIBUTES: ReadonlySet<string> = new Set(['d', 'points', 'path', 'values', 'keyTimes', 'keySplines', 'keyPoints', 'tableValues', 'kernelMatrix']);
 
 /** Namespace declarations: each name may only bind its one namespace. Any other is refused. */
 export const NAMESPACE_DECLARATIONS: ReadonlyMap<string, string> = new Map([
@@ -97,10 +192,12 @@ export const NAMESPACE_DECLARATIONS: ReadonlyMap<string, string> = new Map([
 /** The reference attributes (`href` and its older `xlink:href`) and where they may point. */
 export const REFERENCE_ATTRIBUTES: ReadonlySet<string> = new Set(['href', 'xlink:href']);
 
-/** How an element's `href` may point: `#id` in the same picture, or also a `data:` raster image. */
-export type ReferenceKind = 'fragment' | 'fragment-or-image';
+/** How an element's `href` may point: `#id` in the same picture, or also a `data:` raster image;
+ * a link (`<a>`) only to an element of the picture by its id (no `:`, so never `#javascript:…`). */
+export type ReferenceKind = 'fragment' | 'fragment-or-image' | 'link';
 
 export const REFERENCING_ELEMENTS: ReadonlyMap<string, ReferenceKind> = new Map([
+  ['a', 'link'],
   ['use', 'fragment'],
   ['textPath', 'fragment'],
   ['mpath', 'fragment'],

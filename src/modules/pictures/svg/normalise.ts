@@ -1,0 +1,186 @@
+import { SVG_NAMESPACE, XMLNS_NAMESPACE, type XmlAttribute, type XmlDocument, type XmlElement, type XmlNode } from './parse.js';
+import { SvgRefusal } from './refusal.js';
+import { EDITOR_NAMESPACES, METADATA_NAMESPACES, NORMALISED_KINDS, type NormalisedKind } from './rules.js';
+
+/**
+ * The fixed normalisation, on the tree of the strict parse, before any rule is checked. It
+ * removes only what no browser draws or runs, in any of the ways a picture is shown:
+ * - `doctype`: the standard SVG 1.0 or 1.1 DOCTYPE (the prescan refuses every other one);
+ * - `comment`: XML comments;
+ * - `processing-instruction`: processing instructions (`<?xml-stylesheet?>` included; the XML
+ *   declaration is not one and stays);
+ * - `metadata`: `<metadata>` elements of the SVG namespace, whatever their prefix, with what they
+ *   hold, and elements and attributes of the metadata vocabularies (RDF, Dublin Core, Creative
+ *   Commons, XMP), recognised by namespace URI;
+ * - `editor-data`: elements (with what they hold) and attributes in the namespaces of drawing
+ *   programs (Inkscape, Sodipodi, Illustrator, Sketch, Figma, draw.io, Serif, …), recognised by
+ *   namespace URI, never by prefix;
+ * - `namespace-declaration`: a declaration of the SVG namespace under a prefix (`xmlns:svg`),
+ *   and a declaration of an editor or metadata namespace, once nothing uses it.
+ *
+ * A namespace declaration is removed only when no name left in its element (the element, its
+ * attributes, its descendants) uses its prefix, attribute values read as names included (SMIL
+ * `attributeName="x:href"`). When one does, removing it would change what that name means, and
+ * the picture is refused instead. Nothing else is ever changed: everything dangerous is refused
+ * afterwards by the rules, as it was sent.
+ *
+ * White space next to a removed element or comment goes with it (only outside text content, where
+ * it is not drawn), so a tidy document stays tidy. An explicit stack, no recursion.
+ */
+
+export interface Normalised {
+  document: XmlDocument;
+  /** What was removed, in the fixed order of NORMALISED_KINDS. */
+  removed: NormalisedKind[];
+}
+
+/** Elements whose text is drawn or read: white space in them is never touched. */
+const TEXT_CONTENT = new Set(['text', 'tspan', 'textPath', 'title', 'desc', 'style', 'a']);
+
+/** Attributes whose value a browser reads as a qualified name (SMIL's target attribute). */
+const NAME_VALUED_ATTRIBUTES = new Set(['attributeName']);
+
+function removalOf(element: XmlElement): NormalisedKind | undefined {
+  if (element.uri === SVG_NAMESPACE && element.local === 'metadata') return 'metadata';
+  if (METADATA_NAMESPACES.has(element.uri)) return 'metadata';
+  if (EDITOR_NAMESPACES.has(element.uri)) return 'editor-data';
+  return undefined;
+}
+
+function removableDeclaration(attribute: XmlAttribute): boolean {
+  if (attribute.uri !== XMLNS_NAMESPACE || attribute.prefix !== 'xmlns') return false;
+  return attribute.value === SVG_NAMESPACE || EDITOR_NAMESPACES.has(attribute.value) || METADATA_NAMESPACES.has(attribute.value);
+}
+
+/** Prefixes the element's own names use (its name, its attributes' names, name-valued attributes). */
+function prefixesUsed(element: XmlElement, into: Set<string>): void {
+  if (element.prefix) into.add(element.prefix);
+  for (const attribute of element.attributes) {
+    if (attribute.prefix && attribute.prefix !== 'xmlns') into.add(attribute.prefix);
+    if (NAME_VALUED_ATTRIBUTES.has(attribute.name)) {
+      const value = attribute.value.trim();
+      const colon = value.indexOf(':');
+      if (colon > 0) into.add(value.slice(0, colon));
+    }
+  }
+}
+
+const isWhiteSpace = (node: XmlNode | undefined): boolean => node?.type === 'text' && node.value.trim() === '';
+
+/** Removes comments, processing instructions, metadata and editor elements from one element's children. */
+function pruneChildren(element: XmlElement, removed: Set<NormalisedKind>): void {
+  const kept: XmlNode[] = [];
+  const tidy = !TEXT_CONTENT.has(element.local);
+  for (const child of element.children) {
+    let removal: NormalisedKind | undefined;
+    if (child.type === 'comment') removal = 'comment';
+    else if (child.type === 'instruction') removal = 'processing-instruction';
+    else if (child.type === 'element') removal = removalOf(child);
+    if (removal === undefined) {
+      const last = kept[kept.length - 1];
+      // Text on both sides of a removed node is one text again.
+      if (child.type === 'text' && last?.type === 'text') last.value += child.value;
+      else kept.push(child.type === 'text' ? { type: 'text', value: child.value } : child);
+      continue;
+    }
+    removed.add(removal);
+    if (tidy && isWhiteSpace(kept[kept.length - 1])) kept.pop();
+  }
+  element.children = kept;
+}
+
+/** Removes editor and metadata attributes, and the namespace declarations normalisation drops. */
+function pruneAttributes(element: XmlElement, removed: Set<NormalisedKind>): XmlAttribute[] {
+  const dropped: XmlAttribute[] = [];
+  element.attributes = element.attributes.filter((attribute) => {
+    if (EDITOR_NAMESPACES.has(attribute.uri)) {
+      removed.add('editor-data');
+      return false;
+    }
+    if (METADATA_NAMESPACES.has(attribute.uri)) {
+      removed.add('metadata');
+      return false;
+    }
+    if (removableDeclaration(attribute)) {
+      dropped.push(attribute);
+      return false;
+    }
+    return true;
+  });
+  return dropped;
+}
+
+/** `/svg/g[2]/rect[1]`, as the rules name places (one-based among same-named siblings). */
+function pathOf(element: XmlElement, parents: ReadonlyMap<XmlElement, XmlElement>): string {
+  const labels: string[] = [];
+  for (let at: XmlElement | undefined = element; at; ) {
+    const parent = parents.get(at);
+    if (!parent) {
+      labels.push(at.name);
+      break;
+    }
+    let count = 0;
+    for (const sibling of parent.children) {
+      if (sibling.type === 'element' && sibling.name === at.name) count += 1;
+      if (sibling === at) break;
+    }
+    labels.push(`${at.name}[${count}]`);
+    at = parent;
+  }
+  return `/${labels.reverse().join('/')}`;
+}
+
+export function normalise(document: XmlDocument): Normalised {
+  const removed = new Set<NormalisedKind>();
+  if (document.doctype !== undefined) removed.add('doctype');
+  for (const node of document.outside) removed.add(node.type === 'comment' ? 'comment' : 'processing-instruction');
+  const root = document.root;
+  const rootRemoval = removalOf(root);
+  if (rootRemoval) throw new SvgRefusal('invalid_svg', 'the document must be one <svg> element', '/');
+
+  // First pass, top down: prune every element's children and attributes, noting the namespace
+  // declarations it dropped. Second pass, bottom up: the prefixes each subtree still uses, against
+  // the declarations dropped at its top.
+  const order: XmlElement[] = [];
+  const dropped = new Map<XmlElement, XmlAttribute[]>();
+  const parents = new Map<XmlElement, XmlElement>();
+  const stack: XmlElement[] = [root];
+  while (stack.length > 0) {
+    const element = stack.pop() as XmlElement;
+    order.push(element);
+    pruneChildren(element, removed);
+    const declarations = pruneAttributes(element, removed);
+    if (declarations.length > 0) dropped.set(element, declarations);
+    for (const child of element.children) {
+      if (child.type !== 'element') continue;
+      parents.set(child, element);
+      stack.push(child);
+    }
+  }
+  const used = new Map<XmlElement, Set<string>>();
+  for (let index = order.length - 1; index >= 0; index--) {
+    const element = order[index] as XmlElement;
+    const prefixes = new Set<string>();
+    prefixesUsed(element, prefixes);
+    for (const child of element.children) {
+      if (child.type !== 'element') continue;
+      for (const prefix of used.get(child) ?? []) prefixes.add(prefix);
+      used.delete(child);
+    }
+    used.set(element, prefixes);
+    for (const declaration of dropped.get(element) ?? []) {
+      if (prefixes.has(declaration.local)) {
+        throw new SvgRefusal(
+          'unsafe_svg',
+          `removing the namespace declaration ${declaration.name}="${declaration.value}" would change what the prefix ${declaration.local}: means in what remains; declare it only where it is needed, or not at all`,
+          `${pathOf(element, parents)}/@${declaration.name}`,
+        );
+      }
+      removed.add('namespace-declaration');
+    }
+  }
+
+  document.doctype = undefined;
+  document.outside = [];
+  return { document, removed: NORMALISED_KINDS.filter((kind) => removed.has(kind)) };
+}
