@@ -1,4 +1,16 @@
-import { isMarker, isPlaceholder, looksLikeCredentialWord, looksLikeToken, marker, nameInfo, NOT_A_VALUE, type SecretStrength } from './redaction-rules.js';
+import {
+  isMarker,
+  isPlaceholder,
+  looksLikeCredentialWord,
+  looksLikeToken,
+  marker,
+  nameInfo,
+  NOT_A_VALUE,
+  PAIR_NAME_FIELDS,
+  PAIR_VALUE_FIELDS,
+  type NameInfo,
+  type SecretStrength,
+} from './redaction-rules.js';
 
 /**
  * `name = value` and `name: value` in free text (`.env` files, shell commands, YAML, INI, JSON
@@ -10,7 +22,7 @@ import { isMarker, isPlaceholder, looksLikeCredentialWord, looksLikeToken, marke
  * `'name'`, `\"name\"` in JSON written into JSON); the value bare, quoted (the same three ways),
  * or an object or array (`"password": {"value": …}`, replaced whole). Also `--flag value`,
  * `<Password>value</Password>`, `curl -u user:password`, and the header forms `Cookie: …` (the whole
- * value) and `Authorization: <scheme> <credential>` (the credential).
+ * line of pairs) and `Authorization: [<scheme>] <credential>` (the credential; AUTH_SCHEMES stay).
  *
  * A value is replaced (`[REDACTED:assignment]`, `cookie` or `authorization`) unless it is empty,
  * already a marker, a placeholder (`${VAR}`, `$VAR`, `<your key>`, `{{ x }}`) or a configuration
@@ -41,8 +53,9 @@ function isNameChar(code: number): boolean {
 const isBlank = (code: number): boolean => code === 32 || code === 9;
 const isQuote = (code: number): boolean => code === 34 || code === 39 || code === 96;
 const isSpace = (code: number): boolean => code === 32 || code === 9 || code === NEWLINE || code === RETURN || code === 12 || code === 11;
-/** Where a bare value ends: white space, quotes, and the punctuation that separates pairs. */
-const BARE_STOPS = new Set([...'"\'`,;&<>(){}[]'].map((char) => char.charCodeAt(0)));
+/** Where a bare value ends: white space, quotes, and the punctuation that separates pairs (a comma
+ * does not: `API_KEYS=k1,k2` is one list; a trailing comma is left out). */
+const BARE_STOPS = new Set([...'"\'`;&<>(){}[]'].map((char) => char.charCodeAt(0)));
 
 /** The quote at `index`, with the backslashes before it: `\"` is one escape, at `"` none. */
 interface Quote {
@@ -103,6 +116,10 @@ function bareEnd(text: string, from: number): number {
 
 const ABSOLUTE_PATH = /^(?:\/|~\/|[A-Za-z]:\\)/;
 const MARKER_START = '[REDACTED:';
+/** HTTP authentication schemes (IANA registry and common vendor ones): the word after `Authorization:` that stays. */
+const AUTH_SCHEMES: ReadonlySet<string> = new Set(
+  ['basic', 'bearer', 'digest', 'dpop', 'hoba', 'mutual', 'negotiate', 'ntlm', 'oauth', 'scram-sha-1', 'scram-sha-256', 'vapid', 'token', 'apikey', 'api-key', 'key', 'jwt', 'mac', 'hawk', 'sharedkey', 'sharedkeylite', 'ssws', 'splunk', 'aws4-hmac-sha256', 'googlelogin', 'privatetoken', 'gitlab', 'sso-key', 'otoken'],
+);
 const VARIABLE = /^(?:\$[A-Za-z_][A-Za-z0-9_]{0,100}|%[A-Za-z_][A-Za-z0-9_]{0,100}%)$/;
 const NUMBER_LIKE = /^[0-9][0-9.,_]{0,100}$/;
 
@@ -167,6 +184,8 @@ export function* assignmentSteps(text: string, found: string[], spend: (work: nu
   let nextOffer = SCAN_STEP;
   const length = text.length;
   const rewriter = new Rewriter(text, found);
+  // The secret name a pair's name field just gave, for its value field.
+  let pairName: { info: NameInfo; until: number } | undefined;
   // The line a `Cookie:` value runs to, measured once: [start, end, last `=` in it].
   let cookieLine: [number, number, number] = [-1, -1, -1];
   let index = 0;
@@ -218,11 +237,17 @@ export function* assignmentSteps(text: string, found: string[], spend: (work: nu
 
     const name = text.slice(nameStart, nameEnd);
     const user = flag && USER_FLAGS.has(name);
-    const info = user ? undefined : nameInfo(name);
+    const field = name.length <= 10 ? name.toLowerCase() : '';
+    let info = user ? undefined : nameInfo(name);
+    // A pair written out (`name: DB_PASSWORD` then `value: …`, YAML env lists, header arrays):
+    // the value field takes the name of the name field just before it.
+    if (info === undefined && pairName !== undefined && nameStart <= pairName.until && PAIR_VALUE_FIELDS.has(field)) info = pairName.info;
     if (!user && info === undefined) {
+      if (PAIR_NAME_FIELDS.has(field)) pairName = namedBy(text, valueStart);
       index = valueStart;
       continue;
     }
+    pairName = undefined;
     if (!xml) while (valueStart < length && isBlank(text.charCodeAt(valueStart))) valueStart++;
     if (valueStart >= length) {
       index = valueStart;
@@ -249,6 +274,24 @@ interface Assignment {
   cookieLine: [number, number, number] | undefined;
 }
 
+/** How far after a pair's name its value field may come (`name: X` / `value: …` on the next lines). */
+const PAIR_REACH = 200;
+
+/** The secret name a name field holds (`name: "X-Api-Key"`), read as one run of name characters. */
+function namedBy(text: string, from: number): { info: NameInfo; until: number } | undefined {
+  let start = from;
+  while (start < text.length && isBlank(text.charCodeAt(start))) start++;
+  const quote = quoteAt(text, start);
+  if (quote) start = quote.end;
+  let end = start;
+  while (end < text.length && end - start <= MAX_PAIR_NAME && isNameChar(text.charCodeAt(end))) end++;
+  if (end === start || end - start > MAX_PAIR_NAME) return undefined;
+  const info = nameInfo(text.slice(start, end));
+  return info ? { info, until: end + PAIR_REACH } : undefined;
+}
+
+const MAX_PAIR_NAME = 100;
+
 /** Judges and maybe replaces the value of one assignment; answers where scanning goes on. */
 function judgeValue(text: string, rewriter: Rewriter, a: Assignment): number {
   const start = a.valueStart;
@@ -257,13 +300,13 @@ function judgeValue(text: string, rewriter: Rewriter, a: Assignment): number {
   const open = a.separator === '>' ? undefined : quoteAt(text, start);
   const assignmentKind = a.kind === 'cookie' ? 'cookie' : a.kind === 'authorization' ? 'authorization' : 'assignment';
 
-  if (a.kind === 'authorization') {
+  if (a.kind === 'authorization' && (a.separator === ':' || a.separator === '=')) {
     // `<scheme> <credential>`: the scheme stays; a credential alone is taken as it is.
     let cursor = open ? open.end : start;
     const wordStart = cursor;
     while (cursor < text.length && (isNameChar(text.charCodeAt(cursor)) || text.charCodeAt(cursor) === 43)) cursor++;
     let credentialStart = wordStart;
-    if (cursor > wordStart && isBlank(text.charCodeAt(cursor))) {
+    if (cursor > wordStart && isBlank(text.charCodeAt(cursor)) && AUTH_SCHEMES.has(text.slice(wordStart, cursor).toLowerCase())) {
       let after = cursor;
       while (after < text.length && isBlank(text.charCodeAt(after))) after++;
       if (after < text.length && !isSpace(text.charCodeAt(after)) && !isQuote(text.charCodeAt(after))) credentialStart = after;
@@ -281,7 +324,7 @@ function judgeValue(text: string, rewriter: Rewriter, a: Assignment): number {
     return Math.max(credentialEnd, start + 1);
   }
 
-  if (a.kind === 'cookie' && !open) {
+  if (a.kind === 'cookie' && !open && a.separator === ':') {
     // The whole line (to a quote or a line break) is the cookie list; it holds pairs.
     let [lineStart, lineEnd, lastEquals] = a.lastCookieLine;
     if (!(start >= lineStart && start < lineEnd)) {
@@ -302,14 +345,14 @@ function judgeValue(text: string, rewriter: Rewriter, a: Assignment): number {
       rewriter.replace(start, end, 'cookie');
       return lineEnd;
     }
-    return start;
+    // No pairs: judged as any other value below.
   }
 
   if (open) {
     const [contentEnd, after] = closingOf(text, open.end, open);
     const value = text.slice(open.end, contentEnd);
     if (a.kind === 'user') return userValue(text, rewriter, open.end, contentEnd) ? after : open.end;
-    if (a.kind === 'cookie' ? value.includes('=') : isSecretValue(value, a.strength, false)) {
+    if (isSecretValue(value, a.strength, false)) {
       rewriter.replace(open.end, contentEnd, assignmentKind);
       return after;
     }
@@ -341,15 +384,19 @@ function judgeValue(text: string, rewriter: Rewriter, a: Assignment): number {
 
   // `${VAR}`: a template, not a value.
   if (text.charCodeAt(start) === 36 && text.charCodeAt(start + 1) === 123) return start + 2;
-  const end = bareEnd(text, start);
+  const scanned = bareEnd(text, start);
+  let end = scanned;
+  while (end > start && text.charCodeAt(end - 1) === 44) end--;
+  // Scanning goes on after everything read, kept or not: a bare value is read once.
+  const next = Math.max(scanned, start + 1);
   if (a.kind === 'user') {
     userValue(text, rewriter, start, end);
-    return Math.max(end, start + 1);
+    return next;
   }
   const value = text.slice(start, end);
-  if (a.lonePwd && ABSOLUTE_PATH.test(value)) return Math.max(end, start + 1);
+  if (a.lonePwd && ABSOLUTE_PATH.test(value)) return next;
   if (isSecretValue(value, a.strength, a.separator === ':' || a.separator === ':=' ? !a.nameQuote : false)) rewriter.replace(start, end, assignmentKind);
-  return Math.max(end, start + 1);
+  return next;
 }
 
 /** `user:password` after `-u`: the password goes, the user stays. */

@@ -438,13 +438,13 @@ const ID_OWNER_WORDS: ReadonlySet<string> = new Set(['session']);
 /**
  * Trailing words that say how or when a secret is held, not what it is: set aside before the last
  * word is read, so `password_hash`, `secret_value`, `SecretString`, `client-key-data`,
- * `password_confirmation` and `new_password2` are read as `password`, `secret`, `client key`.
+ * `password_base64` and `password_confirmation2` are read as `password`, `secret`, `client key`
+ * (digits are dropped before: `base64` is read as `base`).
  */
 export const QUALIFIER_WORDS: readonly string[] = [
   'again',
-  'b64',
-  'base32',
-  'base64',
+  'b', // b64: digits are dropped
+  'base', // base64, base32
   'bin',
   'binary',
   'bytes',
@@ -503,7 +503,10 @@ const ALONE_ONLY: ReadonlySet<string> = new Set(['pass', 'pwd', 'creds', 'sig', 
 const GLUED_ENDINGS: readonly (readonly [string, SecretStrength])[] = [
   ...SECRET_WORDS.filter((word) => !ALONE_ONLY.has(word)).map((word) => [word, 'always'] as const),
   ['secretkey', 'always'],
+  ['secretaccesskey', 'always'],
   ['privatekey', 'always'],
+  ['seedphrase', 'always'],
+  ['recoveryphrase', 'always'],
   ...TOKEN_WORDS.filter((word) => !ALONE_ONLY.has(word)).map((word) => [word, 'random'] as const),
   ...KEY_OWNER_WORDS.map((word) => [`${word}key`, 'random'] as const),
 ];

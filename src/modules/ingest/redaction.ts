@@ -264,7 +264,7 @@ const HEADER_NAME = /^[A-Za-z0-9_.:-]{1,200}$/;
 function pairStrengths(array: readonly unknown[]): (SecretStrength | undefined)[] | undefined {
   if (array.length === 2) {
     const [name] = array;
-    if (typeof name !== 'string' || name.length > MAX_NAME_LENGTH) return undefined;
+    if (typeof name !== 'string' || !HEADER_NAME.test(name)) return undefined;
     const strength = classifyName(name);
     return strength ? [undefined, strength] : undefined;
   }
