@@ -179,6 +179,16 @@ const JOINED: ReadonlyMap<string, string> = new Map([
   ['read write', 'readwrite'],
 ]);
 
+/**
+ * Verbs that change a store. They do not decide anything (a read verb beside them still makes a
+ * read); they are known so that a glued action splits right: `memoryforget` is `memory forget`,
+ * not `memory for get`.
+ */
+export const WRITE_VERBS: ReadonlySet<string> = new Set([
+  'write', 'add', 'delete', 'update', 'save', 'create', 'remove', 'put', 'set', 'insert', 'upsert', 'append', 'edit', 'patch',
+  'modify', 'replace', 'overwrite', 'forget', 'clear', 'erase', 'purge', 'reset', 'drop', 'import', 'upload', 'ingest', 'store', 'index',
+]);
+
 /** Small words an action glues between the others (`getallmemories`, `search_by_query`). */
 const FILLERS: ReadonlySet<string> = new Set(['all', 'and', 'or', 'by', 'from', 'for', 'to', 'the', 'my', 'in', 'of', 'with', 'a', 'an', 'on', 'one', 'many', 'batch']);
 
@@ -270,7 +280,8 @@ function splitGlued(word: string, known: Vocabulary): string[] | undefined {
   const best: (string[] | undefined)[] = new Array<string[] | undefined>(word.length + 1);
   best[0] = [];
   for (let end = 1; end <= word.length; end++) {
-    for (let start = end - 1; start >= 0; start--) {
+    // The longest known last piece first: `memoryforget` ends in `forget`, not `get`.
+    for (let start = 0; start < end; start++) {
       const before = best[start];
       if (before === undefined) continue;
       const piece = word.slice(start, end);
@@ -348,7 +359,8 @@ export function memoryReadRule(settings: MemoryReadSettings = {}): MemoryReadRul
   const extraStores = new Set((settings.stores ?? []).flatMap((store) => actionWords(store)));
   const isStore = inSet(STORES, new Set([...PROVIDERS, ...extraStores]));
   const isRead = inSet(READ_VERBS, new Set());
-  const known: Vocabulary = (word) => isStore(word) || isRead(word);
+  const isWrite = inSet(WRITE_VERBS, new Set());
+  const known: Vocabulary = (word) => isStore(word) || isRead(word) || isWrite(word);
   const decided = new Map<string, boolean>();
   return (action: string): boolean => {
     if (typeof action !== 'string') return false;
