@@ -397,6 +397,10 @@ describe('the device page', () => {
     expect(res.text).toContain('Workbench');
     expect(res.text).toContain('Yes: its tokens only work with a key the device holds');
     expect(res.text).toMatch(/<dt>Asked from<\/dt><dd>[^<]*127\.0\.0\.1<\/dd>/);
+    // What the device says about itself is labelled as such.
+    expect(res.text).toContain('<dt>Device name (as given by the device)</dt><dd id="device-name">&lt;script&gt;');
+    expect(res.text).toContain('<dt>Workspace (as given by the device)</dt><dd>&lt;img');
+    expect(res.text).toContain('<dt>Software (as given by the device)</dt><dd>&quot;&gt;');
     expect(res.text).toContain(asked.user_code);
     expect(res.headers['content-security-policy']).toMatch(/form-action 'self'; /);
   });
