@@ -195,18 +195,19 @@ const FILLERS: ReadonlySet<string> = new Set(['all', 'and', 'or', 'by', 'from', 
 /** Glued words longer than this are not split (an action is at most 100 characters anyway). */
 const MAX_GLUED = 64;
 
-const enum CharType {
-  Other,
-  Lower,
-  Upper,
-  Digit,
-}
+/** Character classes of an action (numbers, not a const enum: every compiler reads them the same). */
+const OTHER = 0;
+const LOWER = 1;
+const UPPER = 2;
+const DIGIT = 3;
+const STAR = 4;
 
-function charType(code: number): CharType {
-  if (code >= 97 && code <= 122) return CharType.Lower;
-  if (code >= 65 && code <= 90) return CharType.Upper;
-  if (code >= 48 && code <= 57) return CharType.Digit;
-  return CharType.Other;
+function charType(code: number): number {
+  if (code >= 97 && code <= 122) return LOWER;
+  if (code >= 65 && code <= 90) return UPPER;
+  if (code >= 48 && code <= 57) return DIGIT;
+  if (code === 42) return STAR;
+  return OTHER;
 }
 
 /**
@@ -217,40 +218,23 @@ function charType(code: number): CharType {
  */
 export function actionWords(action: string): string[] {
   const words: string[] = [];
-  let current = '';
-  let previous = CharType.Other;
-  const flush = () => {
-    if (current !== '') words.push(current);
-    current = '';
-  };
-  for (let index = 0; index < action.length; index++) {
-    const code = action.charCodeAt(index);
-    const type = charType(code);
-    if (code === 42) {
-      // `*` (in a pattern) stays part of the word it touches: `kb.*`, `*recall*`.
-      current += '*';
-      previous = CharType.Other;
-      continue;
+  let start = -1;
+  let previous = OTHER;
+  for (let index = 0; index <= action.length; index++) {
+    const type = index < action.length ? charType(action.charCodeAt(index)) : OTHER;
+    let boundary = type === OTHER || start < 0 || (type === UPPER && (previous === LOWER || previous === DIGIT));
+    let next = index;
+    if (!boundary && type === LOWER && previous === UPPER && index - start > 1) {
+      // `KBSearch`: the last capital starts the next word.
+      boundary = true;
+      next = index - 1;
     }
-    if (type === CharType.Other) {
-      flush();
-      previous = CharType.Other;
-      continue;
+    if (boundary) {
+      if (start >= 0 && next > start) words.push(action.slice(start, next).toLowerCase());
+      start = type === OTHER ? -1 : next;
     }
-    if (current !== '') {
-      if (type === CharType.Upper && (previous === CharType.Lower || previous === CharType.Digit)) flush();
-      else if (type === CharType.Lower && previous === CharType.Upper && current.length > 1) {
-        // `KBSearch`: the last capital starts the next word.
-        const last = current.slice(-1);
-        current = current.slice(0, -1);
-        flush();
-        current = last;
-      }
-    }
-    current += type === CharType.Upper ? String.fromCharCode(code + 32) : action[index];
     previous = type;
   }
-  flush();
   return words;
 }
 

@@ -514,18 +514,17 @@ const GLUED_ENDINGS: readonly (readonly [string, SecretStrength])[] = [
 /** Only the end of a long name is read: the last words decide. */
 const NAME_TAIL = 96;
 
-const enum CharType {
-  Other,
-  Lower,
-  Upper,
-  Digit,
-}
+/** Character classes of a name (numbers, not a const enum: every compiler reads them the same). */
+const OTHER = 0;
+const LOWER = 1;
+const UPPER = 2;
+const DIGIT = 3;
 
-function charType(code: number): CharType {
-  if (code >= 97 && code <= 122) return CharType.Lower;
-  if (code >= 65 && code <= 90) return CharType.Upper;
-  if (code >= 48 && code <= 57) return CharType.Digit;
-  return CharType.Other;
+function charType(code: number): number {
+  if (code >= 97 && code <= 122) return LOWER;
+  if (code >= 65 && code <= 90) return UPPER;
+  if (code >= 48 && code <= 57) return DIGIT;
+  return OTHER;
 }
 
 /**
@@ -536,36 +535,25 @@ function charType(code: number): CharType {
 export function nameWords(name: string): string[] {
   const text = name.length > NAME_TAIL ? name.slice(-NAME_TAIL) : name;
   const words: string[] = [];
-  let current = '';
-  let currentType = CharType.Other;
-  const flush = () => {
-    if (current !== '' && currentType !== CharType.Digit) words.push(current);
-    current = '';
-  };
-  for (let index = 0; index < text.length; index++) {
-    const code = text.charCodeAt(index);
-    const type = charType(code);
-    if (type === CharType.Other) {
-      flush();
-      currentType = CharType.Other;
-      continue;
+  let start = -1;
+  let startType = OTHER;
+  let previous = OTHER;
+  for (let index = 0; index <= text.length; index++) {
+    const type = index < text.length ? charType(text.charCodeAt(index)) : OTHER;
+    let boundary = type === OTHER || start < 0 || (previous === DIGIT) !== (type === DIGIT) || (type === UPPER && previous === LOWER);
+    let next = index;
+    if (!boundary && type === LOWER && previous === UPPER && index - start > 1) {
+      // `APIKey`: the last capital starts the next word.
+      boundary = true;
+      next = index - 1;
     }
-    if (current !== '') {
-      const wasDigit = currentType === CharType.Digit;
-      if (wasDigit !== (type === CharType.Digit)) flush();
-      else if (type === CharType.Upper && currentType === CharType.Lower) flush();
-      else if (type === CharType.Lower && currentType === CharType.Upper && current.length > 1) {
-        // `APIKey`: the last capital starts the next word.
-        const last = current.slice(-1);
-        current = current.slice(0, -1);
-        flush();
-        current = last;
-      }
+    if (boundary) {
+      if (start >= 0 && startType !== DIGIT && next > start) words.push(text.slice(start, next).toLowerCase());
+      start = type === OTHER ? -1 : next;
+      startType = type === OTHER ? OTHER : charType(text.charCodeAt(next));
     }
-    current += String.fromCharCode(type === CharType.Upper ? code + 32 : code);
-    currentType = type;
+    previous = type;
   }
-  flush();
   return words;
 }
 

@@ -357,7 +357,13 @@ function isSmallLeaf(value: unknown): boolean {
 
 /** A value that is no container: a string at once, a number under an `always` name replaced. */
 function leaf(value: unknown, strength: SecretStrength | undefined, depth: number, w: Walk): unknown {
-  if (typeof value === 'string') return drain(redactString(value, strength, depth, w));
+  if (typeof value === 'string') {
+    if (value.length >= MIN_TEXT_LENGTH) return drain(redactString(value, strength, depth, w));
+    // Too short for any text rule: only a name above can make it a secret.
+    if (strength === undefined || !secretUnder(strength, value)) return value;
+    w.findings.add('secret_value');
+    return marker('secret_value');
+  }
   if (typeof value === 'number' && strength === 'always') {
     w.findings.add('secret_value');
     return marker('secret_value');
@@ -426,9 +432,13 @@ function* textSteps(text: string, depth: number, w: Walk, json = true): Steps<st
       }
     }
   }
+  // Every assignment has a sign (`=`, `:`, `>` of XML) or is a flag (`--name value`, `-u`).
+  if (!MAY_ASSIGN.test(current)) return current;
   const meter = (work: number) => long && spend(w, work);
   return long ? yield* assignmentSteps(current, found, meter) : drain(assignmentSteps(current, found, meter));
 }
+
+const MAY_ASSIGN = /[=:>]|-[-uU]/;
 
 /** Every rule's hints in one pattern: most strings hold none, and one scan tells (alternatives of literals: linear). */
 const ANY_HINT = new RegExp([...new Set(TEXT_RULES.flatMap((rule) => rule.hints))].map((hint) => hint.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'i');
