@@ -67,6 +67,7 @@ import { BARE_CLASSES, BEARER_POLICY, DPOP_POLICY, PEER_JWT_BEARER, PEER_JWT_DPO
 import { runSoak, runWorkerComparison } from './soak.js';
 import { freePort, killAllChildren, send, startChild, type ChildServer } from './servers.js';
 import { formatSvgTable, measureSvgPipeline, type SvgBenchResult } from './svg.js';
+import { formatRedactionTable, measureRedaction, type RedactionBenchRow } from './redaction.js';
 
 const HOST = 'bench.local';
 const AUDIENCE = 'platform-bench';
@@ -278,6 +279,8 @@ async function main(): Promise<number> {
     LOG_LEVEL: 'silent',
     OIDC_ALLOW_HTTP_LOOPBACK: 'true',
     PLATFORM_BOOTSTRAP_LOCALHOST: 'false',
+    // The ingest part has each device upload back to back, far more often than a workbench does.
+    INGEST_RATE_LIMIT_PER_MINUTE: '100000',
   };
   const oidc = { issuer: provider.issuer, clientId: 'bench-client', apiScope: API_SCOPE, audience: AUDIENCE };
   const dpopKey = createDpopKey();
@@ -308,12 +311,14 @@ async function main(): Promise<number> {
   // The ceiling runs whenever a relay path does: its ratio is what to read.
   if (anyRelay) relayParts.ceiling = true;
   const svgPart = matches('svg pictures');
+  // Ingest redaction in this process (redaction.ts): `--only redaction`.
+  const redactionPart = matches('ingest redaction');
   // The soak (soak.ts): BENCH_SOAK_SECONDS, or --duration when given, else 60 s; BENCH_SOAK_RATE requests/s (200).
   const soakPart = matches('soak');
   // One worker beside two (WEB_CONCURRENCY, soak.ts): `--only workers`.
   const workersPart = matches('workers');
   const soakSeconds = Number(process.env.BENCH_SOAK_SECONDS ?? (process.argv.some((arg) => arg.startsWith('--duration')) || process.env.BENCH_DURATION ? options.durationSeconds : 60));
-  if (chosenNames.size === 0 && ingestParts.length === 0 && !anyRelay && !relayParts.ceiling && !svgPart && !soakPart && !workersPart) throw new Error(`--only "${options.only}" matches no scenario, no ingest part, no relay part and not the SVG part`);
+  if (chosenNames.size === 0 && ingestParts.length === 0 && !anyRelay && !relayParts.ceiling && !svgPart && !redactionPart && !soakPart && !workersPart) throw new Error(`--only "${options.only}" matches no scenario, no ingest part, no relay part, not the SVG part and not the redaction part`);
   // The peers answer the platform's own policy document: the platform runs whenever they do.
   const sqliteNeeded = ['platform', 'peer-jwt', 'peer-opaque'].some((target) => targetsChosen.has(target as TargetName)) || ingestParts.some((part) => part.database === 'sqlite');
 
@@ -408,7 +413,7 @@ async function main(): Promise<number> {
   log('');
 
   const phase = options.warmupSeconds + options.durationSeconds;
-  armWatchdog(options.runs * list.length * (phase + 15) + ingestParts.length * (2 * options.runs * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + (soakPart ? soakSeconds + 240 : 0) + (workersPart ? 4 * phase + 120 : 0) + 60);
+  armWatchdog(options.runs * list.length * (phase + 15) + ingestParts.length * (2 * options.runs * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + (redactionPart ? 180 : 0) + (soakPart ? soakSeconds + 240 : 0) + (workersPart ? 4 * phase + 120 : 0) + 60);
   const outcomes: Outcome[] = list.map((scenario) => ({ scenario, runs: [] }));
   const notes: string[] = [];
   let baselineRate: number | undefined;
@@ -609,6 +614,14 @@ async function main(): Promise<number> {
     log(formatSvgTable(svg));
   }
 
+  let redaction: RedactionBenchRow[] | undefined;
+  if (redactionPart) {
+    log('');
+    log('Ingest redaction: envelopes of the largest size redacted as POST /ingest/v1 does (10 ms slices), in this process, median of 3 runs after a warm-up');
+    redaction = await measureRedaction();
+    log(formatRedactionTable(redaction));
+  }
+
   const soak = soakPart
     ? await runSoak({
         script: here('./platform-server.js'),
@@ -651,6 +664,7 @@ async function main(): Promise<number> {
           notes,
           relay: relayResults.map(({ servers: _servers, ...result }) => result),
           svg,
+          redaction,
           ingest: ingestParts.map((part) => {
             const ceiling = part.paths.find((path) => path.name.includes('ceiling') && !path.problem)?.measurement?.itemsPerSecond;
             return {

@@ -422,13 +422,14 @@ function* textSteps(text: string, depth: number, w: Walk, json = true): Steps<st
   const found = w.findings.kinds;
   let current = text;
   if (ANY_HINT.test(text)) {
-    let lower = text.toLowerCase();
+    // Which hints the text holds, in one scan; a marker a rule writes is a hint for the rules after it.
+    const hints = hintsIn(text);
     for (const rule of TEXT_RULES) {
-      if (!hinted(rule, lower)) continue;
+      if (!rule.hints.some((hint) => hints.has(hint))) continue;
       const next = long ? yield* ruleSteps(current, rule, found, w) : drain(ruleSteps(current, rule, found, w));
       if (next !== current) {
         current = next;
-        lower = next.toLowerCase();
+        hints.add(marker(rule.kind).toLowerCase());
       }
     }
   }
@@ -443,10 +444,27 @@ const MAY_ASSIGN = /[=:>]|-[-uU]/;
 /** Every rule's hints in one pattern: most strings hold none, and one scan tells (alternatives of literals: linear). */
 const ANY_HINT = new RegExp([...new Set(TEXT_RULES.flatMap((rule) => rule.hints))].map((hint) => hint.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'i');
 
-function hinted(rule: TextRule, lower: string): boolean {
-  for (const hint of rule.hints) if (lower.includes(hint)) return true;
-  return false;
+const EVERY_HINT = new RegExp(ANY_HINT.source, 'gi');
+
+/** The hints (lower case) a text holds, in one scan (every position tried once). */
+function hintsIn(text: string): Set<string> {
+  const hints = new Set<string>();
+  EVERY_HINT.lastIndex = 0;
+  for (let match = EVERY_HINT.exec(text); match !== null; match = EVERY_HINT.exec(text)) {
+    hints.add(match[0].toLowerCase());
+    // From the next character, not the match's end: hints may overlap.
+    EVERY_HINT.lastIndex = match.index + 1;
+  }
+  EVERY_HINT.lastIndex = 0;
+  for (const [hint, inside] of NESTED_HINTS) if (!hints.has(hint) && inside.some((outer) => hints.has(outer))) hints.add(hint);
+  return hints;
 }
+
+/** Hints inside longer hints (`sk-` of `sk-ant-`): the alternation answers the longer one first, so each brings the shorter. */
+const NESTED_HINTS: [string, string[]][] = (() => {
+  const all = [...new Set(TEXT_RULES.flatMap((rule) => rule.hints))];
+  return all.map((hint): [string, string[]] => [hint, all.filter((other) => other !== hint && other.includes(hint))]).filter(([, outer]) => outer.length > 0);
+})();
 
 /**
  * One rule over one text, as steps (a rule pattern is shared by every walk in the process: its
