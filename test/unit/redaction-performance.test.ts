@@ -12,9 +12,11 @@ import { isMemoryRead, memoryReadRule } from '../../policies/memory-reads.js';
  * (the work between two chances to give the event loop back) may take longer than 250 ms.
  *
  * Times are the CPU time of this process (a busy machine slows the clock on the wall, not the
- * work), and the bounds are generous: they guard against super-linear work (seconds to hours on a
- * megabyte), not against a slow machine. The figures on an idle machine are far lower (README,
- * Ingest).
+ * work), the best of three runs (a collection of a heap other test files left behind, or a burst
+ * of contention, lands in one run, not in all three; super-linear work is in every run), and the
+ * bounds are generous: they guard against super-linear work (seconds to hours on a megabyte), not
+ * against a slow machine. The figures on an idle machine are far lower (`npm run bench -- --only
+ * redaction`).
  */
 
 const MB = 1 << 20;
@@ -80,9 +82,15 @@ const WORST: [string, () => unknown][] = [
   ],
 ];
 
+/** The best of three runs: the least work spent, and the least of the runs' longest steps. */
+async function bestOf<T>(input: T): Promise<{ spent: number; longest: number }> {
+  const runs = [await measure(redactSteps(input)), await measure(redactSteps(input)), await measure(redactSteps(input))];
+  return { spent: Math.min(...runs.map((run) => run.spent)), longest: Math.min(...runs.map((run) => run.longest)) };
+}
+
 describe('worst cases against the budget', () => {
   it.each(WORST)('%s', async (_name, build) => {
-    const { spent, longest } = await measure(redactSteps(build()));
+    const { spent, longest } = await bestOf(build());
     expect(spent).toBeLessThan(BUDGET_MS);
     expect(longest).toBeLessThan(STEP_MS);
   });
@@ -110,7 +118,7 @@ describe('every text rule on inputs built from its own hints', () => {
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...rule.hints, ...rule.hints.map((hint) => hint.toUpperCase())), fc.array(pieces, { minLength: 1, maxLength: 6 }), async (hint, glue) => {
         const unit = `${hint}${glue.join('')}`;
-        const { spent, longest } = await measure(redactSteps({ s: fill(unit, 256 * 1024) }));
+        const { spent, longest } = await bestOf({ s: fill(unit, 256 * 1024) });
         expect(spent).toBeLessThan(BUDGET_MS / 2);
         expect(longest).toBeLessThan(STEP_MS);
       }),
