@@ -21,8 +21,9 @@
  *
  * 1. An action matching one of the policy's `exclude` patterns is not a memory read.
  * 2. An action matching one of the policy's `include` patterns is one.
- * 3. Otherwise it is a memory read when it names a memory store (STORES, a provider of PROVIDERS,
- *    or a word of the policy's `stores`) and a read verb (READ_VERBS), in any order and with any
+ * 3. Otherwise it is a memory read when it says `recall` (MEMORY_VERBS: recalling is reading
+ *    memory, whatever else the action names), or names a memory store (STORES, a provider of
+ *    PROVIDERS, or a word of the policy's `stores`) and a read verb (READ_VERBS), in any order and with any
  *    other words: `memory.read`, `read_memory`, `memory.lookUp`, `memory.retrieval`,
  *    `mem0.search`, `zep.memory.get`, `letta.archival_memory_search`, `kb.search`,
  *    `export.memories`, `memory.read.failed` (a failed read may still carry the query). An action
@@ -145,6 +146,9 @@ export const READ_VERBS: ReadonlySet<string> = new Set([
   'knn',
   'rerank',
 ]);
+
+/** Verbs that name a read of memory by themselves, store or no store (`agent.recall`, `total_recall`). */
+export const MEMORY_VERBS: ReadonlySet<string> = new Set(['recall', 'recollect']);
 
 /** Irregular and noun forms of read verbs and stores. */
 const PLAIN_FORMS: ReadonlyMap<string, string> = new Map([
@@ -344,6 +348,7 @@ export function memoryReadRule(settings: MemoryReadSettings = {}): MemoryReadRul
   const isStore = inSet(STORES, new Set([...PROVIDERS, ...extraStores]));
   const isRead = inSet(READ_VERBS, new Set());
   const isWrite = inSet(WRITE_VERBS, new Set());
+  const isRecall = inSet(MEMORY_VERBS, new Set());
   const known: Vocabulary = (word) => isStore(word) || isRead(word) || isWrite(word);
   const decided = new Map<string, boolean>();
   return (action: string): boolean => {
@@ -363,7 +368,7 @@ export function memoryReadRule(settings: MemoryReadSettings = {}): MemoryReadRul
     if (exclude.some((pattern) => globMatches(pattern, normal))) return false;
     if (include.some((pattern) => globMatches(pattern, normal))) return true;
     const words = readingWords(action, known);
-    return words.some(isStore) && words.some(isRead);
+    return words.some(isRecall) || (words.some(isStore) && words.some(isRead));
   }
 }
 

@@ -143,6 +143,11 @@ describe('the built-in rule', () => {
     'getallmemories',
     'memory.found',
     'knowledge_base.looked_up',
+    // recalling is reading memory, whatever else the action names
+    'agent.recall',
+    'recall',
+    'total_recall',
+    'context.recollect',
   ])('%s is a memory read', (action) => {
     expect(isMemoryRead(action)).toBe(true);
   });

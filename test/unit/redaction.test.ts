@@ -190,6 +190,17 @@ const POSITIVE: readonly (readonly [string, string, string])[] = (() => {
   cases.push(['assignment', 'token: abc123def', `token: ${R('assignment')}`]);
   cases.push(['assignment', 'mysql --user=root --password hunter2 db', `mysql --user=root --password ${R('assignment')} db`]);
   cases.push(['assignment', 'cli login --api-key "k3y-value"', `cli login --api-key "${R('assignment')}"`]);
+  // Any spacing, any sign, quoted names at any escape level, flags, XML, function arguments, pairs written out.
+  cases.push(['assignment', 'password:     hunter2x', `password:     ${R('assignment')}`]);
+  cases.push(['assignment', 'export DB_PASS=hunter2', `export DB_PASS=${R('assignment')}`]);
+  cases.push(['assignment', 'log {\\"password\\":\\"hunter2\\"} end', `log {\\"password\\":\\"${R('assignment')}\\"} end`]);
+  cases.push(['assignment', "define( 'DB_PASSWORD', 'hunter2' );", `define( 'DB_PASSWORD', '${R('assignment')}' );`]);
+  cases.push(['assignment', '<Password>hunter2</Password>', `<Password>${R('assignment')}</Password>`]);
+  cases.push(['assignment', 'curl -u admin:s3cret https://x', `curl -u admin:${R('assignment')} https://x`]);
+  cases.push(['assignment', 'API_KEYS=aB3xY9zQ1wE5,zQ1wE5rT7aB3', `API_KEYS=${R('assignment')}`]);
+  cases.push(['assignment', 'text "password": {"value": "x"} end', `text "password": "${R('assignment')}" end`]);
+  cases.push(['assignment', '- name: DB_PASSWORD\n  value: hunter2x', `- name: DB_PASSWORD\n  value: ${R('assignment')}`]);
+  cases.push(['private_key', `PuTTY-User-Key-File-3: ssh-rsa\nPrivate-Lines: 2\n${sample(B64, 64)}\n${sample(B64, 20)}\nPrivate-MAC: x`, `PuTTY-User-Key-File-3: ssh-rsa\nPrivate-Lines: 2\n${R('private_key')}\nPrivate-MAC: x`]);
   return cases;
 })();
 
@@ -272,6 +283,9 @@ const NEGATIVE: readonly (readonly [string, string])[] = [
   ['assignment', 'password=******'],
   ['assignment', 'use --password-file /run/pw or --with-token < file'],
   ['assignment', 'password=${DB_PASSWORD} token="{{ secrets.TOKEN }}" api_key=<your key>'],
+  ['assignment', 'tags = ["token", "expired"] and ("password", 12)'],
+  ['assignment', '- name: LOG_LEVEL\n  value: debug-verbose-1'],
+  ['private_key', 'Private-Lines: none here'],
 ];
 
 describe('rule table', () => {

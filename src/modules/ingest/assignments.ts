@@ -18,7 +18,8 @@ import {
  * the name's words (`classifyName`: `DB_PASS`, `password2`, `x-api-key`, `client_secret`…).
  *
  * Forms: `name=value`, `name = value`, `name: value`, `name := value`, `name => value`,
- * `name == value`, any number of spaces or tabs around the sign; the name bare or quoted (`"name"`,
+ * `name == value`, `'name', 'value'` (a quoted name, a comma, a quoted value: `define()`,
+ * `setenv()`), any number of spaces or tabs around the sign; the name bare or quoted (`"name"`,
  * `'name'`, `\"name\"` in JSON written into JSON); the value bare, quoted (the same three ways),
  * or an object or array (`"password": {"value": …}`, replaced whole). Also `--flag value`,
  * `<Password>value</Password>`, `curl -u user:password`, and the header forms `Cookie: …` (the whole
@@ -230,6 +231,10 @@ export function* assignmentSteps(text: string, found: string[], spend: (work: nu
     } else if (flag && cursor > afterQuote && cursor < length && !isSpace(code)) {
       separator = ' ';
       valueStart = cursor;
+    } else if (code === 44 && nameQuote && quotedAfterComma(text, cursor + 1)) {
+      // `define('DB_PASSWORD', 'x')`, `setenv("TOKEN", "x")`: a quoted name, a comma, a quoted value.
+      separator = ',';
+      valueStart = cursor + 1;
     } else {
       index = Math.max(cursor, nameEnd);
       continue;
@@ -272,6 +277,13 @@ interface Assignment {
   lastCookieLine: [number, number, number];
   /** Set when the value measured a new `Cookie:` line. */
   cookieLine: [number, number, number] | undefined;
+}
+
+/** Whether blanks and then a quote follow `from` (a quoted value after a comma). */
+function quotedAfterComma(text: string, from: number): boolean {
+  let cursor = from;
+  while (cursor < text.length && cursor - from < 16 && isBlank(text.charCodeAt(cursor))) cursor++;
+  return quoteAt(text, cursor) !== undefined;
 }
 
 /** How far after a pair's name its value field may come (`name: X` / `value: …` on the next lines). */

@@ -165,6 +165,12 @@ export const TEXT_RULES: readonly TextRule[] = [
     ),
   },
   {
+    kind: 'private_key',
+    why: 'A PuTTY private key file (.ppk) holds the key in its Private-Lines block of base64 lines.',
+    hints: ['private-lines'],
+    pattern: rx('(?<pre>Private-Lines:[ \\t]{0,8}[0-9]{1,4}\\r?\\n)(?<secret>(?:[A-Za-z0-9+/=]{1,128}\\r?\\n){0,511}[A-Za-z0-9+/=]{1,128})(?=[\\r\\n]|$)', 'i'),
+  },
+  {
     kind: 'jwt',
     why: 'A JWT (JWS, or JWE with five parts) is a bearer credential: three base64url parts whose header is JSON naming an `alg`.',
     hints: ['eyj'],
