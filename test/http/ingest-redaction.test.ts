@@ -153,7 +153,7 @@ describe('generated envelopes', () => {
       }),
       { numRuns: HTTP_RUNS },
     );
-  });
+  }, Math.max(30_000, HTTP_RUNS * 1_000));
 });
 
 describe('the per-device rate limit (INGEST_RATE_LIMIT_PER_MINUTE)', () => {
