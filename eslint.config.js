@@ -44,16 +44,6 @@ export default tseslint.config(
     },
   },
   {
-    // TEMPORARY, for the merge of issue 23: these two files hold super-linear regexes that the
-    // issue-22 branch is rewriting (ingest redaction and memory-read classification). Warnings
-    // here until it lands; then delete this block, and lint holds them to the rules above.
-    files: ['policies/memory-reads.ts', 'src/modules/ingest/redaction-rules.ts'],
-    rules: {
-      'regexp/no-super-linear-backtracking': 'warn',
-      'regexp/no-super-linear-move': 'warn',
-    },
-  },
-  {
     files: ['test/**', 'scripts/**', 'bin/**'],
     rules: { 'no-console': 'off', '@typescript-eslint/no-non-null-assertion': 'off' },
   },

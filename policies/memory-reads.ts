@@ -8,25 +8,38 @@
  * (src/modules/ingest/redaction.ts) with the settings of the effective policy of the envelope's
  * organisation and project (`audit.memoryReads`).
  *
- * An action is first read as words: split at `.`, `_`, `-`, `:`, `/`, spaces and case changes,
- * and lower-cased, so `memory.read`, `memory_read`, `Memory-Read` and `memoryRead` are the same
- * action (`memory.read`). Words are compared in their plain form: plurals and tenses are reduced
- * (`memories` is `memory`, `queried` is `query`, `searching` is `search`).
+ * An action is first read as words (`actionWords`): split at every character that is not a
+ * letter or a digit (`.`, `_`, `-`, `:`, `/`, spaces…) and at case changes (`lookUp`, `KBSearch`,
+ * `Mem0Search`), lower-cased; so `memory.read`, `memory_read`, `Memory-Read`, `MEMORY_READ`,
+ * `memory/read` and `memoryRead` are the same action (`memory.read`). Then:
+ * - two words that spell one (`look up`, `knowledge base`, `vector store`, `read only`) are
+ *   joined, and a word glued from known words (`searchmemories`, `kbsearch`, `lookupmemory`) is
+ *   split into them;
+ * - words are compared in their plain form: plurals, tenses and the nouns of the verbs are reduced
+ *   (`memories` is `memory`, `queried` is `query`, `searching` is `search`, `retrieval` is
+ *   `retrieve`, `lookups` is `lookup`, `found` is `find`).
  *
  * 1. An action matching one of the policy's `exclude` patterns is not a memory read.
  * 2. An action matching one of the policy's `include` patterns is one.
- * 3. Otherwise it is a memory read when it names a memory store (STORES, or a word of the policy's
- *    `stores`), a read verb (READ_VERBS), and no write verb (WRITE_VERBS), in any order:
- *    `memory.read`, `read_memory`, `memory.semantic_search`, `knowledge.query`, `kb.search`,
- *    `export.memories`, `vector.lookup`, `memories.vector.search`, `memory.read.failed` (a failed
- *    read may still carry the query). `memory.write`, `memory.delete`, `file.read` (no store) and
- *    `memory.write.read_only` (a write verb) are not.
+ * 3. Otherwise it is a memory read when it says `recall` (MEMORY_VERBS: recalling is reading
+ *    memory, whatever else the action names), or names a memory store (STORES, a provider of
+ *    PROVIDERS, or a word of the policy's `stores`) and a read verb (READ_VERBS), in any order and with any
+ *    other words: `memory.read`, `read_memory`, `memory.lookUp`, `memory.retrieval`,
+ *    `mem0.search`, `zep.memory.get`, `letta.archival_memory_search`, `kb.search`,
+ *    `export.memories`, `memory.read.failed` (a failed read may still carry the query). An action
+ *    that reads and writes (`memory.get_or_create`, `search_and_update`) is a read: its answer
+ *    carries what it found. `read only` / `readonly` is a description, not a verb:
+ *    `memory.write.read_only` is not a read, nor are `memory.write`, `memory.delete`, `file.read`
+ *    (no store) or `web.search`.
  *
  * A pattern is written like an action (case and separators do not matter) and `*` stands for any
  * run of characters, across words too: `kb.*` is every action of `kb`, `*.recall` every recall
  * after some other word, `*recall*` every action with `recall` in it, `assistant.context.get`
- * exactly that action. Erring towards "read" only drops content,
- * never keeps it; `exclude` is there to keep the content of an action these words misjudge.
+ * exactly that action. Erring towards "read" only drops content, never keeps it; `exclude` is
+ * there to keep the content of an action these words misjudge.
+ *
+ * No regular expression reads an action: words are split by one pass over its characters, so the
+ * work is linear in its length (the glued-word split is bounded by MAX_GLUED).
  */
 
 /** What an organisation's policy adds (`audit.memoryReads`); every list may be empty. */
@@ -54,9 +67,40 @@ export const STORES: ReadonlySet<string> = new Set([
   'embedding',
   'rag',
   'semantic',
+  'episodic',
+  'archival',
+  'retriever',
 ]);
 
-/** Verbs that read, search or take content out of a store. */
+/**
+ * Memory and knowledge providers whose name alone says "memory store" (`mem0.search`,
+ * `zep.graph.search`, `letta.passages.list`), and vector databases, whose reads are retrievals
+ * of an agent's knowledge.
+ */
+export const PROVIDERS: ReadonlySet<string> = new Set([
+  'mem0',
+  'zep',
+  'letta',
+  'langmem',
+  'memgpt',
+  'cognee',
+  'supermemory',
+  'graphiti',
+  'motorhead',
+  'memobase',
+  'memary',
+  'chroma',
+  'chromadb',
+  'pinecone',
+  'weaviate',
+  'qdrant',
+  'milvus',
+  'pgvector',
+  'lancedb',
+  'faiss',
+]);
+
+/** Verbs that look up, search, recall, retrieve, list, export or dump: read content out of a store. */
 export const READ_VERBS: ReadonlySet<string> = new Set([
   'read',
   'get',
@@ -64,6 +108,7 @@ export const READ_VERBS: ReadonlySet<string> = new Set([
   'query',
   'list',
   'recall',
+  'recollect',
   'retrieve',
   'fetch',
   'lookup',
@@ -73,62 +118,135 @@ export const READ_VERBS: ReadonlySet<string> = new Set([
   'show',
   'browse',
   'peek',
+  'inspect',
+  'scan',
+  'scroll',
+  'select',
+  'grep',
+  'explore',
+  'enumerate',
+  'access',
+  'open',
+  'pull',
+  'ask',
+  'summarize',
+  'summarise',
   'export',
   'dump',
   'download',
+  'extract',
+  'print',
+  'display',
+  'preview',
+  'history',
   'match',
   'similar',
+  'similarity',
   'nearest',
   'knn',
+  'rerank',
+]);
+
+/** Verbs that name a read of memory by themselves, store or no store (`agent.recall`, `total_recall`). */
+export const MEMORY_VERBS: ReadonlySet<string> = new Set(['recall', 'recollect']);
+
+/** Irregular and noun forms of read verbs and stores. */
+const PLAIN_FORMS: ReadonlyMap<string, string> = new Map([
+  ['retrieval', 'retrieve'],
+  ['retrievals', 'retrieve'],
+  ['found', 'find'],
+  ['got', 'get'],
+  ['gotten', 'get'],
+  ['shown', 'show'],
+  ['memories', 'memory'],
+  ['mems', 'mem'],
+  ['kbs', 'kb'],
+  ['summary', 'summarize'],
+  ['summaries', 'summarize'],
+  ['listing', 'list'],
+  ['listings', 'list'],
+  ['lookups', 'lookup'],
+]);
+
+/** Two words that spell one: `look up`, `knowledge base`, `vector store`, `read only`. */
+const JOINED: ReadonlyMap<string, string> = new Map([
+  ['look up', 'lookup'],
+  ['looked up', 'lookup'],
+  ['looking up', 'lookup'],
+  ['looks up', 'lookup'],
+  ['knowledge base', 'knowledgebase'],
+  ['knowledge bases', 'knowledgebase'],
+  ['vector store', 'vectorstore'],
+  ['vector stores', 'vectorstore'],
+  ['vector db', 'vectordb'],
+  ['read only', 'readonly'],
+  ['read write', 'readwrite'],
 ]);
 
 /**
- * Verbs that change a store. An action that holds one is a write whatever else it says. Words
- * that are also nouns of stores (`store`, `index`) are left out: `vector_store.query` reads.
+ * Verbs that change a store. They do not decide anything (a read verb beside them still makes a
+ * read); they are known so that a glued action splits right: `memoryforget` is `memory forget`,
+ * not `memory for get`.
  */
 export const WRITE_VERBS: ReadonlySet<string> = new Set([
-  'write',
-  'delete',
-  'update',
-  'save',
-  'create',
-  'remove',
-  'put',
-  'set',
-  'insert',
-  'upsert',
-  'add',
-  'append',
-  'edit',
-  'patch',
-  'modify',
-  'replace',
-  'overwrite',
-  'forget',
-  'clear',
-  'erase',
-  'purge',
-  'reset',
-  'drop',
-  'import',
-  'upload',
-  'ingest',
+  'write', 'add', 'delete', 'update', 'save', 'create', 'remove', 'put', 'set', 'insert', 'upsert', 'append', 'edit', 'patch',
+  'modify', 'replace', 'overwrite', 'forget', 'clear', 'erase', 'purge', 'reset', 'drop', 'import', 'upload', 'ingest', 'store', 'index',
 ]);
 
-/** The words of an action (or a pattern): case changes and separators split, lower-cased. */
-export function actionWords(action: string): string[] {
-  return action
-    .trim()
-    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
-    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1 $2')
-    .toLowerCase()
-    .split(/[\s._:/-]+/)
-    .filter((word) => word !== '');
+/** Small words an action glues between the others (`getallmemories`, `search_by_query`). */
+const FILLERS: ReadonlySet<string> = new Set(['all', 'and', 'or', 'by', 'from', 'for', 'to', 'the', 'my', 'in', 'of', 'with', 'a', 'an', 'on', 'one', 'many', 'batch']);
+
+/** Glued words longer than this are not split (an action is at most 100 characters anyway). */
+const MAX_GLUED = 64;
+
+/** Character classes of an action (numbers, not a const enum: every compiler reads them the same). */
+const OTHER = 0;
+const LOWER = 1;
+const UPPER = 2;
+const DIGIT = 3;
+const STAR = 4;
+
+function charType(code: number): number {
+  if (code >= 97 && code <= 122) return LOWER;
+  if (code >= 65 && code <= 90) return UPPER;
+  if (code >= 48 && code <= 57) return DIGIT;
+  if (code === 42) return STAR;
+  return OTHER;
 }
 
-/** A word and its plain forms: `memories` → `memory`, `queried` → `query`, `searching` → `search`. */
+/**
+ * The words of an action (or a pattern), in one pass: split at every character that is not an
+ * ASCII letter or digit and at case changes (`lookUp`, `KBSearch` is `kb search`,
+ * `Mem0Search` is `mem0 search`), lower-cased. Digits stay with the letters before them (`mem0`).
+ * `*` (in a pattern) stays in the word it touches.
+ */
+export function actionWords(action: string): string[] {
+  const words: string[] = [];
+  let start = -1;
+  let previous = OTHER;
+  for (let index = 0; index <= action.length; index++) {
+    const type = index < action.length ? charType(action.charCodeAt(index)) : OTHER;
+    let boundary = type === OTHER || start < 0 || (type === UPPER && (previous === LOWER || previous === DIGIT));
+    let next = index;
+    if (!boundary && type === LOWER && previous === UPPER && index - start > 1) {
+      // `KBSearch`: the last capital starts the next word.
+      boundary = true;
+      next = index - 1;
+    }
+    if (boundary) {
+      if (start >= 0 && next > start) words.push(action.slice(start, next).toLowerCase());
+      start = type === OTHER ? -1 : next;
+    }
+    previous = type;
+  }
+  return words;
+}
+
+/** A word's plain forms: itself, and `memories` → `memory`, `queried` → `query`, `searching` → `search`. */
 function forms(word: string): string[] {
   const out = [word];
+  const plain = PLAIN_FORMS.get(word);
+  if (plain) out.push(plain);
   if (word.endsWith('ies')) out.push(`${word.slice(0, -3)}y`);
   if (word.endsWith('ied')) out.push(`${word.slice(0, -3)}y`);
   if (word.endsWith('es')) out.push(word.slice(0, -2));
@@ -136,6 +254,57 @@ function forms(word: string): string[] {
   if (word.endsWith('ed')) out.push(word.slice(0, -2), word.slice(0, -1));
   if (word.endsWith('ing')) out.push(word.slice(0, -3), `${word.slice(0, -3)}e`);
   return out;
+}
+
+type Vocabulary = (word: string) => boolean;
+
+/**
+ * A glued word split into known words (`searchmemories` → `search memories`), or undefined when
+ * it cannot be wholly made of words the rule knows and FILLERS. Dynamic programming over the
+ * positions: at most MAX_GLUED² look-ups.
+ */
+function splitGlued(word: string, known: Vocabulary): string[] | undefined {
+  if (word.length > MAX_GLUED || word.length < 4) return undefined;
+  const best: (string[] | undefined)[] = new Array<string[] | undefined>(word.length + 1);
+  best[0] = [];
+  for (let end = 1; end <= word.length; end++) {
+    // The longest known last piece first: `memoryforget` ends in `forget`, not `get`.
+    for (let start = 0; start < end; start++) {
+      const before = best[start];
+      if (before === undefined) continue;
+      const piece = word.slice(start, end);
+      if (known(piece) || FILLERS.has(piece)) {
+        best[end] = [...before, piece];
+        break;
+      }
+    }
+  }
+  const pieces = best[word.length];
+  // A filler neither starts nor ends a glued action: `forget` is no `for get`.
+  if (pieces === undefined || pieces.length < 2 || FILLERS.has(pieces[0]!) || FILLERS.has(pieces[pieces.length - 1]!)) return undefined;
+  return pieces;
+}
+
+/** The words of an action as the rule reads them: joined pairs joined, glued words split. */
+function readingWords(action: string, known: Vocabulary): string[] {
+  const raw = actionWords(action);
+  const joined: string[] = [];
+  for (let index = 0; index < raw.length; index++) {
+    const pair = index + 1 < raw.length ? JOINED.get(`${raw[index]} ${raw[index + 1]}`) : undefined;
+    if (pair) {
+      joined.push(pair);
+      index++;
+    } else {
+      joined.push(raw[index]!);
+    }
+  }
+  const words: string[] = [];
+  for (const word of joined) {
+    const pieces = known(word) ? undefined : splitGlued(word, known);
+    if (pieces) words.push(...readingWords(pieces.join(' '), () => false));
+    else words.push(word);
+  }
+  return words;
 }
 
 const inSet = (set: ReadonlySet<string>, extra: ReadonlySet<string>) => (word: string) => forms(word).some((form) => set.has(form) || extra.has(form));
@@ -175,18 +344,32 @@ function normalisePattern(pattern: string): string {
 export function memoryReadRule(settings: MemoryReadSettings = {}): MemoryReadRule {
   const include = (settings.include ?? []).map(normalisePattern);
   const exclude = (settings.exclude ?? []).map(normalisePattern);
-  const isStore = inSet(STORES, new Set((settings.stores ?? []).flatMap(actionWords)));
+  const extraStores = new Set((settings.stores ?? []).flatMap((store) => actionWords(store)));
+  const isStore = inSet(STORES, new Set([...PROVIDERS, ...extraStores]));
   const isRead = inSet(READ_VERBS, new Set());
   const isWrite = inSet(WRITE_VERBS, new Set());
+  const isRecall = inSet(MEMORY_VERBS, new Set());
+  const known: Vocabulary = (word) => isStore(word) || isRead(word) || isWrite(word);
+  const decided = new Map<string, boolean>();
   return (action: string): boolean => {
     if (typeof action !== 'string') return false;
-    const words = actionWords(action);
-    if (words.length === 0) return false;
-    const normal = words.join('.');
+    const cached = decided.get(action);
+    if (cached !== undefined) return cached;
+    const answer = decide(action);
+    if (decided.size >= 10_000) decided.clear();
+    if (action.length <= 200) decided.set(action, answer);
+    return answer;
+  };
+
+  function decide(action: string): boolean {
+    const plain = actionWords(action);
+    if (plain.length === 0) return false;
+    const normal = plain.join('.');
     if (exclude.some((pattern) => globMatches(pattern, normal))) return false;
     if (include.some((pattern) => globMatches(pattern, normal))) return true;
-    return words.some(isStore) && words.some(isRead) && !words.some(isWrite);
-  };
+    const words = readingWords(action, known);
+    return words.some(isRecall) || (words.some(isStore) && words.some(isRead));
+  }
 }
 
 /** The built-in rule, for an organisation whose policy adds nothing. */

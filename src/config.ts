@@ -75,6 +75,10 @@ export interface Config {
     maxJsonKeys: number;
     /** Longest string in an envelope (an agent's answer or a command's output may be long). */
     maxStringLength: number;
+    /** Milliseconds of work redaction may spend on one envelope (in slices); more: 413. */
+    redactionBudgetMs: number;
+    /** Uploads a minute per device; more: 429 with Retry-After. */
+    perDevicePerMinute: number;
   };
   policy: {
     /** Publishing and restoring need `If-Match` (428 without it). */
@@ -584,6 +588,8 @@ export function loadConfig(env: Env = process.env): Config {
       maxItems: integer(env, 'INGEST_MAX_ITEMS', 5000, 1, 100_000),
       maxJsonKeys: integer(env, 'INGEST_MAX_KEYS', 250_000, 100, 10_000_000),
       maxStringLength: integer(env, 'INGEST_MAX_STRING_LENGTH', 1024 * 1024, 1_024, 64 * 1024 * 1024),
+      redactionBudgetMs: integer(env, 'INGEST_REDACTION_BUDGET_MS', 2000, 1, 60_000),
+      perDevicePerMinute: integer(env, 'INGEST_RATE_LIMIT_PER_MINUTE', 120, 1, 100_000),
     },
     policy: {
       requireIfMatch: boolean(env, 'POLICY_REQUIRE_IF_MATCH', false),
@@ -712,6 +718,8 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'JSON_MAX_STRING_LENGTH', secret: false, default: '65536' },
   { name: 'INGEST_MAX_KEYS', secret: false, default: '250000' },
   { name: 'INGEST_MAX_STRING_LENGTH', secret: false, default: '1048576' },
+  { name: 'INGEST_REDACTION_BUDGET_MS', secret: false, default: '2000' },
+  { name: 'INGEST_RATE_LIMIT_PER_MINUTE', secret: false, default: '120' },
   { name: 'POLICY_REQUIRE_IF_MATCH', secret: false, default: 'false' },
   { name: 'RUN_CREDENTIAL_MAX_TTL_SECONDS', secret: false, default: '14400' },
   { name: 'MCP_MAX_BYTES', secret: false, default: '1mb' },

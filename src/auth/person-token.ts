@@ -22,6 +22,43 @@ function claimAt(payload: Record<string, unknown>, path: string): unknown {
   return value;
 }
 
+/** Longest values of the claims the service reads (OpenID Connect Core 5.7: `sub` is at most 255 ASCII characters). */
+export const CLAIM_LIMITS = { sub: 255, email: 320, name: 1000, role: 256, roles: 200 } as const;
+
+/** A claim that is a non-empty string (not only white space) of at most `max` characters, or absent when allowed. */
+function textClaim(value: unknown, claim: string, max: number, required: boolean): string | undefined {
+  if (value === undefined && !required) return undefined;
+  if (typeof value !== 'string' || value.trim() === '' || value.length > max) {
+    throw new PersonTokenError(`the token's ${claim} claim must be a non-empty string of at most ${max} characters`);
+  }
+  return value;
+}
+
+/**
+ * The claims the service reads, typed: `sub` (required), `email`, `name`, `email_verified` and the
+ * organisation's role claim (when it has one). A claim of another type, empty, or longer than
+ * CLAIM_LIMITS refuses the token (401 `invalid_token`) rather than being coerced or failing later.
+ * The role claim is a string or an array of up to CLAIM_LIMITS.roles strings (providers send
+ * groups and roles as arrays); absent, it means `member`.
+ */
+export function personClaims(payload: Record<string, unknown>, roleClaim: string | null) {
+  const subject = textClaim(payload.sub, 'sub', CLAIM_LIMITS.sub, true)!;
+  const email = textClaim(payload.email, 'email', CLAIM_LIMITS.email, false);
+  const name = textClaim(payload.name, 'name', CLAIM_LIMITS.name, false);
+  const verified = payload.email_verified;
+  if (verified !== undefined && typeof verified !== 'boolean' && verified !== 'true' && verified !== 'false') {
+    throw new PersonTokenError("the token's email_verified claim must be true or false");
+  }
+  let roles: unknown;
+  if (roleClaim) {
+    roles = claimAt(payload, roleClaim);
+    const list = Array.isArray(roles) ? roles : roles === undefined ? [] : [roles];
+    if (list.length > CLAIM_LIMITS.roles) throw new PersonTokenError(`the token's ${roleClaim} claim names more than ${CLAIM_LIMITS.roles} roles`);
+    for (const role of list) textClaim(role, roleClaim, CLAIM_LIMITS.role, true);
+  }
+  return { subject, email, name, emailVerified: verified === false || verified === 'false' ? false : undefined, roles };
+}
+
 /**
  * Self-hosted person tokens: `Bearer <JWT>` from the organisation's OpenID Connect provider.
  * The unverified `iss` only chooses which organisation's settings to verify against; nothing
@@ -76,18 +113,17 @@ export class PersonTokenResolver implements TokenResolver {
         audience: organisation.oidcAudience,
         apiScope: organisation.oidcApiScope,
       });
+      const claims = personClaims(payload, organisation.oidcRoleClaim);
       // With a role claim configured the provider is the authority on every request: a claim
       // that is gone or names no known role means `member`, so a person demoted at the
       // provider loses the role here too. Without one, the stored role (set by an admin) holds.
-      const role = organisation.oidcRoleClaim
-        ? (roleFromClaim(claimAt(payload, organisation.oidcRoleClaim)) ?? 'member')
-        : undefined;
+      const role = organisation.oidcRoleClaim ? (roleFromClaim(claims.roles) ?? 'member') : undefined;
       const { person, role: effectiveRole } = await this.organisations.signIn(organisation, {
         issuer: organisation.oidcIssuer,
-        subject: payload.sub,
-        name: typeof payload.name === 'string' ? payload.name : undefined,
-        email: typeof payload.email === 'string' ? payload.email : undefined,
-        emailVerified: payload.email_verified === false || payload.email_verified === 'false' ? false : undefined,
+        subject: claims.subject,
+        name: claims.name,
+        email: claims.email,
+        emailVerified: claims.emailVerified,
         role,
       });
       return {

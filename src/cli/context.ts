@@ -73,7 +73,10 @@ export function describeDatabase(database: Config['database']): string {
 /**
  * Reads an env file (`KEY=value` lines, as `node --env-file` and dotenv read them) under the
  * environment: a variable set in the environment wins over the file, as with node's own
- * `--env-file`.
+ * `--env-file`, except when it is empty (or only white space). The configuration reads an empty
+ * variable as unset, and `DATABASE_URL= platform --env-file prod.env …` (an exported empty
+ * variable, a blank line of a container's environment) would otherwise run against the default
+ * SQLite database instead of the file's: the file the user named wins over an empty variable.
  */
 export function withEnvFile(env: Record<string, string | undefined>, path: string): Record<string, string | undefined> {
   let text: string;
@@ -84,7 +87,11 @@ export function withEnvFile(env: Record<string, string | undefined>, path: strin
   }
   const parsed = parseEnv(text) as Record<string, string>;
   const merged: Record<string, string | undefined> = { ...parsed };
-  for (const [key, value] of Object.entries(env)) if (value !== undefined) merged[key] = value;
+  for (const [key, value] of Object.entries(env)) {
+    if (value === undefined) continue;
+    if (value.trim() === '' && Object.hasOwn(parsed, key)) continue;
+    merged[key] = value;
+  }
   return merged;
 }
 

@@ -213,7 +213,7 @@ export function buildProgram(context: CliContext, deps: Pick<CliDependencies, 's
       outputError: (text, write) => write(`platform: ${text.replace(/^error: /, '')}`),
     })
     .showHelpAfterError('(add --help for usage)')
-    .option('--env-file <path>', 'read settings from this file too (KEY=value lines; the environment wins over it)')
+    .option('--env-file <path>', 'read settings from this file too (KEY=value lines; a variable set in the environment wins over it, an empty one does not)')
     .hook('preAction', (command) => context.useEnvFile(command.opts<{ envFile?: string }>().envFile));
   registerOrganisationCommands(program, context);
   registerProjectCommands(program, context);

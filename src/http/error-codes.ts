@@ -49,7 +49,7 @@ export const ERROR_CODES = {
   upgrade_required: 'The control channel: the request is not a WebSocket upgrade (`Upgrade: websocket`).',
   precondition_failed: '`If-Match` (or `If-None-Match: *`) does not hold: the thing changed since; the answer\'s `ETag` is the current version.',
   precondition_required: 'A write must name the version its client saw: `If-Match: "<version>"` (pictures: or `If-None-Match: *` / `If-Match: "0"` for a new one; `If-Match: *` alone is not enough).',
-  payload_too_large: 'The request body (or an ingest envelope\'s item count) is over its limit.',
+  payload_too_large: 'The request body (or an ingest envelope\'s item count) is over its limit, or redacting an ingest envelope would take longer than `INGEST_REDACTION_BUDGET_MS`.',
   unsupported_media_type: 'The body is not of an accepted media type, charset (UTF-8) or `Content-Encoding` (gzip, deflate, br).',
   too_many_requests: 'Rate limited; `Retry-After` says when to try again.',
   unavailable: 'A dependency did not answer: the database (stopped, restarting, unreachable, out of connections) or Redis (rate-limit counters, DPoP replay cache); the request was refused, never let through unchecked. `Retry-After: 1`; send it again (ingest items are deduplicated by id).',

@@ -13,9 +13,9 @@ import { ApiError, unavailable } from './errors.js';
 export interface RateLimitRule {
   /** Names the counter (and its Redis key prefix); one counter per rule, shared by its routes. */
   name: string;
-  /** `address`: before tenancy and authentication; `person` and `run` (a run credential's run):
-   * right after authentication. */
-  by: 'address' | 'person' | 'run';
+  /** `address`: before tenancy and authentication; `person`, `device` (a device token's device)
+   * and `run` (a run credential's run): right after authentication. */
+  by: 'address' | 'person' | 'device' | 'run';
   limit: number;
   windowMs: number;
   /** The error code of the 429 (default `too_many_requests`; emailed codes answer `slow_down`). */
@@ -62,6 +62,7 @@ export class RateLimits {
             const principal = req.context.principal;
             if (rule.by === 'person') return `person:${principal?.personId ?? principal?.deviceId ?? 'none'}`;
             if (rule.by === 'run') return `run:${principal?.runId ?? 'none'}`;
+            if (rule.by === 'device') return `device:${principal?.deviceId ?? 'none'}`;
             return `ip:${ipKeyGenerator(req.ip ?? '', 64)}`;
           },
           handler: (_req: Request, _res: Response, next: NextFunction) => next(tooManyRequests(Math.ceil(rule.windowMs / 1000), rule.code)),

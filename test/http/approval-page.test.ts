@@ -299,15 +299,28 @@ describe('the provider\'s answer', () => {
     expectPage(replay, 400, /Sign-in could not be completed/);
   });
 
-  it('refuses an answer with another state, and that sign-in is over', async () => {
+  it("refuses an answer with another state without touching the sign-in: an attacker's callback first, then the genuine one works", async () => {
     const browser = newBrowser();
     const start = await post(browser, '/device/sign-in', {});
     const back = await idp.authorize(start.headers.location!, 'olga');
     const state = back.searchParams.get('state')!;
-    back.searchParams.set('state', `${state}x`);
-    expectPage(await get({ ...browser }, `${back.pathname}${back.search}`), 400, /Sign-in could not be completed/);
-    back.searchParams.set('state', state);
-    expectPage(await get(browser, `${back.pathname}${back.search}`), 400, /Sign-in could not be completed/);
+    // Any site can send the victim's browser (and its cookie) to the callback with a state of its choosing.
+    for (const forged of [`${state}x`, 'attacker-state', '']) {
+      const attack = new URL(back.href);
+      attack.searchParams.set('state', forged);
+      attack.searchParams.set('code', 'attacker-code');
+      expectPage(await get({ ...browser }, `${attack.pathname}${attack.search}`), 400, /Sign-in could not be completed/);
+    }
+    const pending = await platform.dataSource.getRepository(WebSessionEntity).findBy({ stage: 'signing_in', stateHash: hashSecret(state) });
+    expect(pending).toHaveLength(1);
+    const signingIn = browser.cookie;
+    const genuine = await get(browser, `${back.pathname}${back.search}`);
+    expect(genuine.status).toBe(303);
+    expect(genuine.headers.location).toBe('/device');
+    expectPage(await get(browser, '/device'), 200, /Connect a device/);
+    expect((await get(browser, '/device')).text).toContain('Signed in as');
+    // Spent: the same answer again is refused.
+    expectPage(await get({ cookie: signingIn, host: HOST }, `${back.pathname}${back.search}`), 400, /Sign-in could not be completed/);
   });
 
   it('refuses an answer arriving in another browser (login CSRF)', async () => {
@@ -384,6 +397,10 @@ describe('the device page', () => {
     expect(res.text).toContain('Workbench');
     expect(res.text).toContain('Yes: its tokens only work with a key the device holds');
     expect(res.text).toMatch(/<dt>Asked from<\/dt><dd>[^<]*127\.0\.0\.1<\/dd>/);
+    // What the device says about itself is labelled as such.
+    expect(res.text).toContain('<dt>Device name (as given by the device)</dt><dd id="device-name">&lt;script&gt;');
+    expect(res.text).toContain('<dt>Workspace (as given by the device)</dt><dd>&lt;img');
+    expect(res.text).toContain('<dt>Software (as given by the device)</dt><dd>&quot;&gt;');
     expect(res.text).toContain(asked.user_code);
     expect(res.headers['content-security-policy']).toMatch(/form-action 'self'; /);
   });

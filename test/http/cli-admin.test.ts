@@ -475,6 +475,15 @@ describe('configuration, the database line and unavailability', () => {
     expect(overridden.database).toBe(`sqlite ${elsewhere}`);
     expect(overridden.code).toBe(5);
     expect(overridden.stderr).toBe(`platform: no SQLite database at ${elsewhere}: check DATABASE_URL (the service's), or create it with \`platform migrate\`\n`);
+    // An empty variable does not: `DATABASE_URL= platform --env-file prod.env …` uses the file's database.
+    for (const empty of ['', '  ']) {
+      const blank = await runCliCapturing(['--env-file', envFile, 'org', 'list', '--json'], { env: { DATABASE_URL: empty, LOG_LEVEL: '' }, clock });
+      expect(blank.database).toBe(`sqlite ${file}`);
+      expect((JSON.parse(blank.stdout) as { name: string }[]).map((org) => org.name)).toEqual(['From file']);
+    }
+    // A variable the file does not set stays as the environment has it (empty: unset, its default).
+    const unsetByFile = await runCliCapturing(['--env-file', envFile, 'org', 'list', '--json'], { env: { JSON_MAX_DEPTH: '' }, clock });
+    expect(unsetByFile.code).toBe(0);
     const listed = await runCliCapturing(['--env-file', envFile, 'org', 'list', '--json'], { env: {}, clock });
     expect((JSON.parse(listed.stdout) as { name: string }[]).map((org) => org.name)).toEqual(['From file']);
     const absent = await runCliCapturing(['--env-file', join(scratch, 'absent.env'), 'org', 'list'], { env: {}, clock });

@@ -146,6 +146,21 @@ describe('signing in on the Cloud approval page', () => {
     expect(title(await get(other, '/device'))).not.toBe('Approve this device?');
   });
 
+  it("survives a forged callback with another state: the genuine one still signs in", async () => {
+    const asked = await askForCode();
+    const browser = new CookieJar();
+    github.user = { id: 8081, name: 'Page Octo', emails: [{ email: 'page-owner@example.test', primary: true, verified: true }] };
+    const started = await post(browser, '/device/sign-in', { provider: 'github', user_code: asked.user_code });
+    const back = await github.authorize(started.headers.location!);
+    const toPage = new URL((await get(browser, `${back.pathname}${back.search}`)).headers.location!);
+    const forged = new URL(toPage.href);
+    forged.searchParams.set('state', 'attacker');
+    forged.searchParams.set('code', 'platform_sc_attacker');
+    expect((await get(browser.copy(), `${forged.pathname}${forged.search}`)).status).toBe(400);
+    expect((await get(browser, `${toPage.pathname}${toPage.search}`)).status).toBe(303);
+    expect(title(await get(browser, '/device'))).toBe('Approve this device?');
+  });
+
   it('offers only organisations where the person may approve the kind: a member sees no team for a node', async () => {
     const node = await askForCode('node');
     const browser = new CookieJar();

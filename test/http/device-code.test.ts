@@ -191,6 +191,48 @@ describe('POST /relay/v1/device/code', () => {
     expect(stored.expiresAt.getTime()).toBe(clock.now().getTime() + CODE_TTL_SECONDS * 1000);
   });
 
+  it.each([
+    ['U+202E', '\u202E'],
+    ['U+2066', '\u2066'],
+    ['U+200F', '\u200F'],
+    ['U+200B', '\u200B'],
+    ['U+FEFF', '\uFEFF'],
+    ['U+00AD', '\u00AD'],
+    ['U+0000', '\u0000'],
+    ['U+0085', '\u0085'],
+    ['U+000A', '\n'],
+    ['U+E000', '\uE000'],
+    ['U+3164', '\u3164'],
+    ['U+E0041', '\u{E0041}'],
+  ])('refuses a name or workspace holding %s (not shown as it is), naming the field; nothing is stored', async (code, character) => {
+    for (const [field, body] of [
+      ['body.name', { workspaceId: 'ws-1', name: `Build box${character}xob` }],
+      ['body.workspaceId', { workspaceId: `ws${character}1`, name: 'Build box' }],
+    ] as const) {
+      const before = await platform.dataSource.getRepository(DeviceAuthorizationEntity).count();
+      const res = await askForCode(body);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ error: 'invalid_request', field });
+      expect(res.body.message ?? res.body.error_description).toContain(code);
+      expect(await platform.dataSource.getRepository(DeviceAuthorizationEntity).count()).toBe(before);
+    }
+  });
+
+  it('refuses a User-Agent holding a control or invisible character (C1 controls and the soft hyphen travel as Latin-1)', async () => {
+    for (const agent of ['workbench/3.1 \u0085(linux)', 'work\u00ADbench/3.1']) {
+      const res = await askForCode({ workspaceId: 'ws-1', name: 'Build box' }, { headers: { 'User-Agent': agent } });
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ error: 'invalid_request', field: 'headers.user-agent' });
+    }
+  });
+
+  it('takes names in any script, with accents, emoji and punctuation', async () => {
+    for (const name of ['Café déjà vu', '東京のマシン', 'Ada’s laptop 🚀', 'بناء', 'Build box (x86_64) #2']) {
+      const res = await askForCode({ workspaceId: `ws-${name}`, name }, { headers: { 'User-Agent': 'workbench/3.1 (linux; é)' } });
+      expect(res.status).toBe(200);
+    }
+  });
+
   it('draws user codes from consonants only: no vowels, digits or look-alikes', async () => {
     const codes = new Set<string>();
     for (let i = 0; i < 25; i++) codes.add((await newCode()).user_code.replace('-', ''));

@@ -487,6 +487,22 @@ describe('POST /relay/v1/device/join', () => {
   });
 });
 
+describe('requester text at POST /relay/v1/device/join', () => {
+  it.each([
+    ['body.name', { name: 'Rack\u202E21 kcaR' }, 'U+202E'],
+    ['body.name', { name: 'Rack 12\u200B' }, 'U+200B'],
+    ['body.manifest.nodeId', { manifest: manifest({ nodeId: 'node\u2066-1' }) }, 'U+2066'],
+    ['body.manifest.name', { manifest: manifest({ name: 'rack\u00ADnode' }) }, 'U+00AD'],
+  ])('refuses %s holding a character not shown as it is, and the key stays unused', async (field, body, code) => {
+    const created = await createKey();
+    const res = await join(created.key, { body });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ error: 'invalid_request', field });
+    expect(res.body.error_description ?? res.body.message).toContain(code);
+    expect(await stateOf(created.joinKey.id)).toMatchObject({ state: 'active', useCount: 0 });
+  });
+});
+
 describe('rate limit of POST /relay/v1/device/join', () => {
   let limited: TestPlatform;
   let limitedHost: string;

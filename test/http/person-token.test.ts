@@ -155,7 +155,7 @@ describe('the role claim', () => {
     ['absent', undefined],
     ['an unknown role', 'superuser'],
     ['a role in the wrong case', 'Owner'],
-    ['not a string', 42],
+    // A claim that is not a string (or a list of strings) is refused instead: see "refusals".
   ])('%s gives member', async (_case, claim) => {
     const subject = `no-role-${String(claim)}`;
     const claims = claim === undefined ? {} : { [ROLE_CLAIM]: claim };
@@ -215,6 +215,48 @@ describe('refusals', () => {
     expectInvalidToken(res, reason);
     expect(JSON.stringify(res.body)).not.toContain(value);
     expect(await people().count()).toBe(peopleBefore);
+  });
+
+  // Every claim the service reads is typed: a non-empty string of bounded length (CLAIM_LIMITS).
+  const typed: [string, Record<string, unknown>, RegExp][] = [
+    ['a numeric sub', { sub: 12345 }, /\bsub claim must be a non-empty string/],
+    ['an empty sub', { sub: '' }, /\bsub claim/],
+    ['a blank sub', { sub: '   ' }, /\bsub claim/],
+    ['a null sub', { sub: null }, /\bsub claim/],
+    ['an object as sub', { sub: { id: 'x' } }, /\bsub claim/],
+    ['a sub of 256 characters', { sub: 's'.repeat(256) }, /\bsub claim must be a non-empty string of at most 255 characters/],
+    ['a numeric email', { email: 42 }, /\bemail claim/],
+    ['an empty email', { email: '' }, /\bemail claim/],
+    ['an email of 321 characters', { email: `${'e'.repeat(309)}@example.com` }, /\bemail claim/],
+    ['a name that is a list', { name: ['Ada', 'Lovelace'] }, /\bname claim/],
+    ['an empty name', { name: '' }, /\bname claim/],
+    ['a name of 1,001 characters', { name: 'n'.repeat(1001) }, /\bname claim/],
+    ['email_verified that is neither true nor false', { email_verified: 'yes' }, /email_verified/],
+    [`a numeric role claim (${ROLE_CLAIM})`, { [ROLE_CLAIM]: 7 }, new RegExp(`${ROLE_CLAIM} claim`)],
+    ['a role claim that is an object', { [ROLE_CLAIM]: { role: 'admin' } }, new RegExp(`${ROLE_CLAIM} claim`)],
+    ['an empty role', { [ROLE_CLAIM]: '' }, new RegExp(`${ROLE_CLAIM} claim`)],
+    ['a role list holding a number', { [ROLE_CLAIM]: ['admin', 7] }, new RegExp(`${ROLE_CLAIM} claim`)],
+    ['a role of 257 characters', { [ROLE_CLAIM]: 'r'.repeat(257) }, new RegExp(`${ROLE_CLAIM} claim`)],
+    ['a list of 201 roles', { [ROLE_CLAIM]: Array.from({ length: 201 }, (_, i) => `role-${i}`) }, /more than 200 roles/],
+  ];
+
+  it.each(typed)('refuses a token with %s: 401 invalid_token (never 500), and nobody is created', async (_case, claims, reason) => {
+    const peopleBefore = await people().count();
+    const token = await idp.forge.withProviderKey(claims as Parameters<typeof idp.forge.withProviderKey>[0]);
+    const res = await getOrganisation(token);
+    expectInvalidToken(res, reason);
+    expect(await people().count()).toBe(peopleBefore);
+  });
+
+  it('takes claims at their bounds, and a role claim given as a list', async () => {
+    const sub = 's'.repeat(255);
+    const ok = await getOrganisation(
+      await idp.forge.withProviderKey({ sub, email: `${'e'.repeat(308)}@example.com`, name: 'n'.repeat(1000), email_verified: 'true', [ROLE_CLAIM]: ['viewer', 'admin'] }),
+    );
+    expect(ok.status).toBe(200);
+    expect(ok.body.role).toBe('admin');
+    expect(await storedRole(sub)).toBe('admin');
+    expect((await getOrganisation(await idp.forge.withProviderKey({ [ROLE_CLAIM]: [] }))).body.role).toBe('member');
   });
 
   it("refuses another organisation's token at this organisation's host, though it is good at its own", async () => {

@@ -22,6 +22,13 @@ export class CookieJar {
     return this;
   }
 
+  /** Another browser holding the same cookies now (what it stores later is its own). */
+  copy(): CookieJar {
+    const copy = new CookieJar();
+    for (const [name, value] of this.cookies) copy.cookies.set(name, value);
+    return copy;
+  }
+
   get(name: string): string | undefined {
     return this.cookies.get(name);
   }

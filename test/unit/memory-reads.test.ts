@@ -1,5 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { actionWords, isMemoryRead, memoryReadRule, memoryReadRuleFor } from '../../policies/memory-reads.js';
+import { actionWords, isMemoryRead, memoryReadRule, memoryReadRuleFor, PROVIDERS, READ_VERBS, STORES } from '../../policies/memory-reads.js';
+import { redactAuditItem } from '../../src/modules/ingest/redaction.js';
+import { AUDIT_CONTENT_FIELDS } from '../../src/modules/ingest/service.js';
 
 /** The rule of policies/memory-reads.ts: which audit actions keep only their label. */
 
@@ -79,7 +81,24 @@ describe('the built-in rule', () => {
     'vector.upsert',
     'vector_store.insert',
     'memory.write.read_only',
+    'memory.write.readonly',
     'memories.clear',
+    'memory.forget',
+    'mem0.add',
+    'mem0.delete',
+    'zep.memory.add',
+    'letta.insert',
+    'memory.update',
+    'vector.upsert',
+    'membership.get',
+    'memo.read',
+    'member.list',
+    'git.log',
+    'http.get',
+    'db.query',
+    'semanticversion',
+    'forget',
+    'target.get',
     'file.read',
     'web.search',
     'code.search',
@@ -95,6 +114,42 @@ describe('the built-in rule', () => {
     'remember.read',
   ])('%s is not a memory read', (action) => {
     expect(isMemoryRead(action)).toBe(false);
+  });
+
+  it.each([
+    // the spellings the review found missed
+    'memory.lookUp',
+    'memory.look_up',
+    'memory.look-up',
+    'memory.retrieval',
+    'mem0.search',
+    'memory.get_or_create',
+    // providers
+    'mem0.get_all',
+    'mem0.history',
+    'zep.memory.get',
+    'zep.graph.search',
+    'letta.archival_memory_search',
+    'letta.passages.list',
+    'langmem.search_memory',
+    'Mem0Search',
+    'MEM0_SEARCH',
+    'pinecone.query',
+    'qdrant.scroll',
+    // glued words
+    'searchmemories',
+    'kbsearch',
+    'lookupmemory',
+    'getallmemories',
+    'memory.found',
+    'knowledge_base.looked_up',
+    // recalling is reading memory, whatever else the action names
+    'agent.recall',
+    'recall',
+    'total_recall',
+    'context.recollect',
+  ])('%s is a memory read', (action) => {
+    expect(isMemoryRead(action)).toBe(true);
   });
 
   it('refuses what is not a string rather than failing', () => {
@@ -146,5 +201,75 @@ describe("an organisation's settings (audit.memoryReads)", () => {
     expect(memoryReadRuleFor(settings)).toBe(memoryReadRuleFor(settings));
     expect(memoryReadRuleFor(undefined)).toBe(isMemoryRead);
     expect(memoryReadRuleFor(settings)('journal.read')).toBe(true);
+  });
+});
+
+/** The spelling styles of actions: the same words written every way a workbench names tools. */
+const STYLES: readonly ((words: string[]) => string)[] = [
+  (words) => words.join('.'),
+  (words) => words.join('_'),
+  (words) => words.join('-'),
+  (words) => words.join('/'),
+  (words) => words.join(':'),
+  (words) => words.join('_').toUpperCase(),
+  (words) => words[0]! + words.slice(1).map((word) => word.charAt(0).toUpperCase() + word.slice(1)).join(''),
+  (words) => words.map((word) => word.charAt(0).toUpperCase() + word.slice(1)).join(''),
+  (words) => words.join(''),
+];
+
+describe('every read verb of every store, in every spelling (generated)', () => {
+  const nouns = [...STORES, ...PROVIDERS, 'knowledge base', 'vector store', 'memories'];
+  const verbs = [...READ_VERBS, 'look up', 'retrieval', 'searching', 'fetched', 'lookups'];
+  const split = (phrase: string) => phrase.split(' ');
+
+  it(`${nouns.length} nouns x ${verbs.length} verbs x ${STYLES.length} styles x both orders are memory reads, and their content is dropped`, () => {
+    let checked = 0;
+    for (const noun of nouns) {
+      for (const verb of verbs) {
+        for (const words of [[...split(noun), ...split(verb)], [...split(verb), ...split(noun)], ['agent', ...split(noun), 'entries', ...split(verb)]]) {
+          // Glued into one word, only the words the rule knows can be told apart (not `agent…entries`).
+          for (const style of words[0] === 'agent' ? STYLES.slice(0, -1) : STYLES) {
+            const action = style(words);
+            if (!isMemoryRead(action)) throw new Error(`${action} (${words.join(' ')}) is not read as a memory read`);
+            const item = { id: 'a1', action, label: 'l', target: 'what was read', details: { content: 'recalled text' } };
+            expect(redactAuditItem(item, AUDIT_CONTENT_FIELDS).value).toEqual({ id: 'a1', action, label: 'l' });
+            checked += 1;
+          }
+        }
+      }
+    }
+    expect(checked).toBe(nouns.length * verbs.length * (STYLES.length * 3 - 1));
+  });
+
+  it('keeps the content of writes, deletes and reads of anything else, in every spelling', () => {
+    const benign = [
+      ['memory', 'write'],
+      ['memory', 'add'],
+      ['memory', 'delete'],
+      ['memory', 'update'],
+      ['memory', 'forget'],
+      ['mem0', 'add'],
+      ['zep', 'memory', 'add'],
+      ['letta', 'insert'],
+      ['knowledge', 'upload'],
+      ['vector', 'upsert'],
+      ['file', 'read'],
+      ['web', 'search'],
+      ['code', 'search'],
+      ['git', 'log'],
+      ['http', 'get'],
+      ['db', 'query'],
+      ['export', 'audit'],
+      ['tool', 'call'],
+      ['memory', 'write', 'read', 'only'],
+    ];
+    for (const words of benign) {
+      for (const style of STYLES) {
+        const action = style(words);
+        expect([action, isMemoryRead(action)]).toEqual([action, false]);
+        const item = { id: 'a1', action, label: 'l', target: 'src/x.ts', details: { bytes: 10 } };
+        expect(redactAuditItem(item, AUDIT_CONTENT_FIELDS).value).toEqual(item);
+      }
+    }
   });
 });

@@ -1,15 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import {
-  KEY_RULES,
-  keyRuleFor,
-  looksRandom,
-  MAX_DEPTH,
-  normaliseKey,
-  shannonEntropy,
-  TEXT_RULES,
-} from '../../src/modules/ingest/redaction-rules.js';
+import { classifyName, looksRandom, MAX_DEPTH, nameWords, shannonEntropy, TEXT_RULES } from '../../src/modules/ingest/redaction-rules.js';
 import { memoryReadRule } from '../../policies/memory-reads.js';
 import { redact, redactAuditItem } from '../../src/modules/ingest/redaction.js';
+import { ASSIGNMENT_KINDS } from '../../src/modules/ingest/assignments.js';
 
 // Fake credentials are generated at run time from a fixed seed, so the file holds no string a
 // secret scanner would flag and every run sees the same values.
@@ -79,7 +72,9 @@ const POSITIVE: readonly (readonly [string, string, string])[] = (() => {
     whole('private_key', pem(label), 'key:\n', '\nthanks');
   }
   whole('private_key', pem('RSA PRIVATE KEY', `Proc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,${sample(HEX, 32).toUpperCase()}\n\n${pemBody(3)}`));
-  whole('private_key', pem('PRIVATE KEY').replace(/\n/g, '\\n'), '{"private_key": "', '"}');
+  // JSON in a string is read as JSON (and written back compact when something in it was replaced).
+  cases.push(['private_key', `{"private_key": "${pem('PRIVATE KEY').replace(/\n/g, '\\n')}"}`, `{"private_key":"${R('private_key')}"}`]);
+  whole('private_key', pem('PRIVATE KEY').replace(/\n/g, '\\n'), 'key = "', '"');
   // Truncated: from BEGIN to the end of the string.
   whole('private_key', `-----BEGIN OPENSSH PRIVATE KEY-----\n${pemBody(2)}`, 'cut off: ', '');
 
@@ -87,7 +82,7 @@ const POSITIVE: readonly (readonly [string, string, string])[] = (() => {
   whole('aws_access_key', awsKeyId);
   whole('aws_access_key', `ASIA${sample(UPPER + DIGITS, 16)}`, 'AWS_ACCESS_KEY_ID=', '');
   cases.push(['aws_secret_key', `aws_secret_access_key = ${awsSecret}`, `aws_secret_access_key = ${R('aws_secret_key')}`]);
-  cases.push(['aws_secret_key', `{"SecretAccessKey": "${awsSecret}"}`, `{"SecretAccessKey": "${R('aws_secret_key')}"}`]);
+  cases.push(['aws_secret_key', `SecretAccessKey: "${awsSecret}"`, `SecretAccessKey: "${R('aws_secret_key')}"`]);
   cases.push(['aws_secret_key', `export AWS_SECRET_KEY=${awsSecret}`, `export AWS_SECRET_KEY=${R('aws_secret_key')}`]);
   cases.push([
     'aws_secret_key',
@@ -155,6 +150,12 @@ const POSITIVE: readonly (readonly [string, string, string])[] = (() => {
   whole('groq_key', `gsk_${mixed(52)}`);
   whole('xai_key', `xai-${mixed(80)}`);
 
+  // A token as the user of a URL; .netrc entries.
+  whole('url_token', ghp.replace('ghp_', 'x9'), 'git remote add origin https://', '@github.com/o/r.git');
+  whole('url_token', sample(HEX, 40), 'https://', '@git.example.com/r.git');
+  cases.push(['netrc', 'machine api.example.com login bob password hunter2', `machine api.example.com login bob password ${R('netrc')}`]);
+  cases.push(['netrc', 'machine git.example.com\n  login bob\n  password s3cr3t-pw\n', `machine git.example.com\n  login bob\n  password ${R('netrc')}\n`]);
+
   // Passwords in URLs: user and host stay.
   cases.push(['url_password', 'postgres://app:S3cr3t-pw@db.internal:5432/app', `postgres://app:${R('url_password')}@db.internal:5432/app`]);
   cases.push(['url_password', 'redis://:hunter2@cache:6379/0', `redis://:${R('url_password')}@cache:6379/0`]);
@@ -178,16 +179,28 @@ const POSITIVE: readonly (readonly [string, string, string])[] = (() => {
   cases.push(['assignment', 'Server=db;Uid=sa;Password=P@ssw0rd;', `Server=db;Uid=sa;Password=${R('assignment')};`]);
   cases.push(['assignment', 'secret: Tr0ub4dor#3', `secret: ${R('assignment')}`]);
   cases.push(['assignment', 'Password: correcthorsebattery', `Password: ${R('assignment')}`]);
-  cases.push(['assignment', '{"password": "hunter2 with spaces"}', `{"password": "${R('assignment')}"}`]);
-  cases.push(['assignment', "config = {'api_key': 'abc'}", `config = {'api_key': '${R('assignment')}'}`]);
+  cases.push(['assignment', 'body: {"password": "hunter2 with spaces"}', `body: {"password": "${R('assignment')}"}`]);
+  cases.push(['secret_value', '{"password": "hunter2 with spaces"}', `{"password":"${R('secret_value')}"}`]);
+  cases.push(['assignment', "config = {'api_key': 'abc123xyz'}", `config = {'api_key': '${R('assignment')}'}`]);
   cases.push(['assignment', "array('passwd' => 'abc');", `array('passwd' => '${R('assignment')}');`]);
   cases.push(['assignment', 'GET /cb?code=1&access_token=opaque123&x=1', `GET /cb?code=1&access_token=${R('assignment')}&x=1`]);
   cases.push(['assignment', 'apikey:=xyz12345', `apikey:=${R('assignment')}`]);
-  cases.push(['assignment', 'API-KEY=abcdef', `API-KEY=${R('assignment')}`]);
+  cases.push(['assignment', 'API-KEY=abcdef12', `API-KEY=${R('assignment')}`]);
   cases.push(['assignment', 'client_secret="s"', `client_secret="${R('assignment')}"`]);
   cases.push(['assignment', 'token: abc123def', `token: ${R('assignment')}`]);
   cases.push(['assignment', 'mysql --user=root --password hunter2 db', `mysql --user=root --password ${R('assignment')} db`]);
   cases.push(['assignment', 'cli login --api-key "k3y-value"', `cli login --api-key "${R('assignment')}"`]);
+  // Any spacing, any sign, quoted names at any escape level, flags, XML, function arguments, pairs written out.
+  cases.push(['assignment', 'password:     hunter2x', `password:     ${R('assignment')}`]);
+  cases.push(['assignment', 'export DB_PASS=hunter2', `export DB_PASS=${R('assignment')}`]);
+  cases.push(['assignment', 'log {\\"password\\":\\"hunter2\\"} end', `log {\\"password\\":\\"${R('assignment')}\\"} end`]);
+  cases.push(['assignment', "define( 'DB_PASSWORD', 'hunter2' );", `define( 'DB_PASSWORD', '${R('assignment')}' );`]);
+  cases.push(['assignment', '<Password>hunter2</Password>', `<Password>${R('assignment')}</Password>`]);
+  cases.push(['assignment', 'curl -u admin:s3cret https://x', `curl -u admin:${R('assignment')} https://x`]);
+  cases.push(['assignment', 'API_KEYS=aB3xY9zQ1wE5,zQ1wE5rT7aB3', `API_KEYS=${R('assignment')}`]);
+  cases.push(['assignment', 'text "password": {"value": "x"} end', `text "password": "${R('assignment')}" end`]);
+  cases.push(['assignment', '- name: DB_PASSWORD\n  value: hunter2x', `- name: DB_PASSWORD\n  value: ${R('assignment')}`]);
+  cases.push(['private_key', `PuTTY-User-Key-File-3: ssh-rsa\nPrivate-Lines: 2\n${sample(B64, 64)}\n${sample(B64, 20)}\nPrivate-MAC: x`, `PuTTY-User-Key-File-3: ssh-rsa\nPrivate-Lines: 2\n${R('private_key')}\nPrivate-MAC: x`]);
   return cases;
 })();
 
@@ -238,6 +251,10 @@ const NEGATIVE: readonly (readonly [string, string])[] = [
   ['huggingface_token', 'from huggingface_hub import hf_hub_download'],
   ['groq_key', 'gsk_short'],
   ['xai_key', 'pip install xai-sdk'],
+  ['url_token', 'https://git@github.com/o/r.git and https://deploy-bot-account@example.com/'],
+  ['url_token', 'mailto:averyveryverylongname@example.com'],
+  ['netrc', 'the machine learning password policy'],
+  ['netrc', 'machine x login y'],
   ['url_password', 'https://example.com:8443/path?x=1#y'],
   ['url_password', 'https://user@host.example.com/'],
   ['url_password', 'postgres://localhost:5432/db'],
@@ -266,6 +283,9 @@ const NEGATIVE: readonly (readonly [string, string])[] = [
   ['assignment', 'password=******'],
   ['assignment', 'use --password-file /run/pw or --with-token < file'],
   ['assignment', 'password=${DB_PASSWORD} token="{{ secrets.TOKEN }}" api_key=<your key>'],
+  ['assignment', 'tags = ["token", "expired"] and ("password", 12)'],
+  ['assignment', '- name: LOG_LEVEL\n  value: debug-verbose-1'],
+  ['private_key', 'Private-Lines: none here'],
 ];
 
 describe('rule table', () => {
@@ -277,22 +297,19 @@ describe('rule table', () => {
       expect(rule.hints.length).toBeGreaterThan(0);
       for (const hint of rule.hints) expect(hint).toBe(hint.toLowerCase());
       expect(rule.pattern.flags).toContain('g');
-      expect(rule.pattern.flags).toContain('d');
-    }
-    for (const rule of KEY_RULES) {
-      expect(rule.kind).toBe('secret_value');
-      for (const ending of rule.keyEndings) expect(ending).toBe(normaliseKey(ending));
+      // A secret group follows a `pre` group the match starts with (redaction.ts reads them so).
+      if (rule.pattern.source.includes('(?<secret>')) expect(rule.pattern.source.startsWith('(?<pre>')).toBe(true);
     }
   });
 
-  it('every text rule kind has positive and negative cases', () => {
-    const kinds = new Set(TEXT_RULES.map((rule) => rule.kind));
-    expect(new Set(POSITIVE.map(([kind]) => kind))).toEqual(kinds);
+  it('every text rule kind and every kind of the assignment scanner has positive and negative cases', () => {
+    const kinds = new Set([...TEXT_RULES.map((rule) => rule.kind), ...ASSIGNMENT_KINDS]);
+    expect(new Set(POSITIVE.map(([kind]) => kind))).toEqual(new Set([...kinds, 'secret_value']));
     expect(new Set(NEGATIVE.map(([kind]) => kind))).toEqual(kinds);
   });
 
   it('covers the kinds the brief asks for', () => {
-    const kinds = new Set(TEXT_RULES.map((rule) => rule.kind));
+    const kinds = new Set([...TEXT_RULES.map((rule) => rule.kind), ...ASSIGNMENT_KINDS]);
     for (const kind of [
       'platform_token',
       'jwt',
@@ -388,7 +405,6 @@ describe('key rules: values under secret-like keys', () => {
     [{ apiKey: '' }],
     [{ password: '' }],
     [{ password: '   ' }],
-    [{ max_tokens: 'aB3xY9zQ1wE5rT7' }],
     [{ token_type: 'Bearer' }],
     [{ tokenCount: 'aB3xY9zQ1wE5rT7' }],
     [{ secretName: 'aB3xY9zQ1wE5rT7' }],
@@ -402,9 +418,10 @@ describe('key rules: values under secret-like keys', () => {
     expect(redact(input)).toEqual({ value: input, count: 0, kinds: [] });
   });
 
-  it('keeps booleans, numbers and null under any key', () => {
-    const input = { password: true, secret: 12345, token: null, api_key: 0, authorization: false, cookie: undefined };
+  it('keeps booleans and null under any key, and numbers under token-like keys; a number under a password-like key goes', () => {
+    const input = { password: true, token: null, api_key: 0, max_tokens: 4096, authorization: false, cookie: undefined };
     expect(redact(input)).toEqual({ value: input, count: 0, kinds: [] });
+    expect(redact({ secret: 12345, pin_password: [1234] })).toEqual({ value: { secret: R('secret_value'), pin_password: [R('secret_value')] }, count: 2, kinds: ['secret_value'] });
   });
 
   it('reports a text-rule kind when the whole value is one recognised credential', () => {
@@ -419,21 +436,19 @@ describe('key rules: values under secret-like keys', () => {
     expect(redact({ authorization: `Bearer ${jwt}` })).toEqual({ value: { authorization: R('secret_value') }, count: 1, kinds: ['secret_value'] });
   });
 
-  it('applies the key to the items of an array under it, not to objects under it', () => {
-    const input = { token: [mixed(20), 'short', 7], credentials: { username: 'bob', password: 'pw', note: 'hi' } };
+  it('applies the key to everything beneath it: array items, nested objects, pairs', () => {
+    const input = { token: [mixed(20), 'short', 7], credentials: { username: 'bob', password: 'pw', note: 'hi', nested: [{ deeper: 'x' }] } };
     expect(redact(input).value).toEqual({
       token: [R('secret_value'), 'short', 7],
-      credentials: { username: 'bob', password: R('secret_value'), note: 'hi' },
+      credentials: { username: R('secret_value'), password: R('secret_value'), note: R('secret_value'), nested: [{ deeper: R('secret_value') }] },
     });
   });
 
   it('reads keys case- and separator-insensitively', () => {
-    expect(normaliseKey('X-Api-Key')).toBe('xapikey');
-    expect(normaliseKey('x_api_key')).toBe('xapikey');
-    expect(normaliseKey('xApiKey')).toBe('xapikey');
-    for (const key of ['API-Key', 'x_api_key', 'apiKey', 'API_KEY', 'api.key', 'X-API-KEY']) expect(keyRuleFor(key)).toBe(KEY_RULES[1]);
-    for (const key of ['Password', 'DB_PASSWORD', 'client-secret', 'PRIVATE_KEY', 'authorization']) expect(keyRuleFor(key)).toBe(KEY_RULES[0]);
-    for (const key of ['name', 'tokens', 'keyId', 'secretName', 'pwd', '', '---']) expect(keyRuleFor(key)).toBeUndefined();
+    for (const key of ['X-Api-Key', 'x_api_key', 'xApiKey', 'X_API_KEY2']) expect(nameWords(key)).toEqual(['x', 'api', 'key']);
+    for (const key of ['API-Key', 'x_api_key', 'apiKey', 'API_KEY', 'api.key', 'X-API-KEY']) expect(classifyName(key)).toBe('random');
+    for (const key of ['Password', 'DB_PASSWORD', 'client-secret', 'PRIVATE_KEY', 'authorization']) expect(classifyName(key)).toBe('always');
+    for (const key of ['name', 'keyId', 'secretName', '', '---']) expect(classifyName(key)).toBeUndefined();
   });
 });
 
@@ -475,11 +490,11 @@ describe('walker', () => {
     expect(result.kinds).toEqual(['aws_access_key', 'github_token']);
   });
 
-  it('walks nested objects and arrays, keeps keys, and never changes the input', () => {
+  it('walks nested objects and arrays, replaces tokens in keys, and never changes the input', () => {
     const input = Object.freeze({
       kind: 'tool.call',
       data: Object.freeze({
-        [ghp]: 'keys are kept as they are',
+        [ghp]: 'a token used as a key is replaced like any other text',
         args: Object.freeze([Object.freeze({ cmd: `psql postgres://u:pw12345@h/db` }), 42, true, null]),
         env: Object.freeze({ HOME: '/home/u', OPENAI_API_KEY: `sk-${mixed(48)}` }),
       }),
@@ -492,7 +507,7 @@ describe('walker', () => {
     expect(result.value).toEqual({
       kind: 'tool.call',
       data: {
-        [ghp]: 'keys are kept as they are',
+        [R('github_token')]: 'a token used as a key is replaced like any other text',
         args: [{ cmd: `psql postgres://u:${R('url_password')}@h/db` }, 42, true, null],
         env: { HOME: '/home/u', OPENAI_API_KEY: R('openai_key') },
       },
@@ -625,12 +640,12 @@ describe('audit items', () => {
       actor: `agent ${ghp}`,
       action: 'tool.call',
       label: `ran curl with ${R('github_token')}`,
-      details: { command: `curl -u admin:pw https://admin:${R('url_password')}@api.example.com`, env: { API_KEY: R('secret_value') }, exitCode: 0 },
+      details: { command: `curl -u admin:${R('assignment')} https://admin:${R('url_password')}@api.example.com`, env: { API_KEY: R('secret_value') }, exitCode: 0 },
       content: `Authorization: Bearer ${R('jwt')}`,
       query: { password: R('secret_value') },
     });
-    expect(result.count).toBe(5);
-    expect(result.kinds).toEqual(['github_token', 'jwt', 'secret_value', 'url_password']);
+    expect(result.count).toBe(6);
+    expect(result.kinds).toEqual(['assignment', 'github_token', 'jwt', 'secret_value', 'url_password']);
   });
 
   it("applies the organisation's rule when it is given one", () => {

@@ -5,6 +5,7 @@ import type { RateLimitRule } from '../../http/rate-limit.js';
 import { absoluteUrl } from '../../http/origin.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import type { DeviceCodeService } from './device-code.js';
+import { requireShownAsIs } from './requester-text.js';
 import { oauthError } from './device-code.js';
 import {
   DEVICE_CODE_GRANT_TYPE,
@@ -45,6 +46,7 @@ export function deviceCodeRoutes({ deviceCodes, dpop, config }: DeviceCodeRouteO
         'Answers a `device_code` to poll with and a `user_code` for a person to approve at `verification_uri`. ' +
         'Self-hosted: the code belongs to the organisation at this host name; Cloud: to the organisation of the person who approves it. ' +
         'With `dpop_jkt` the tokens are bound to that key and every poll must carry a DPoP proof signed by it. ' +
+        'The name, the workspace and the User-Agent are shown to the person approving as the device gave them: one holding a control, format (bidirectional, zero-width), private-use or blank character is refused, 400 `invalid_request` naming the field. ' +
         `Rate limited per network address (${DEVICE_CODE_RATE_LIMIT.limit} a minute).`,
       tag: 'Devices',
       tenant: true,
@@ -56,6 +58,9 @@ export function deviceCodeRoutes({ deviceCodes, dpop, config }: DeviceCodeRouteO
         200: { description: 'The codes, where to approve them, and how often to poll.', schema: deviceCodeAnswerSchema, headers: noStoreHeader },
       },
       handler: async ({ body, tenant, req }) => {
+        requireShownAsIs(body.name, 'body.name');
+        requireShownAsIs(body.workspaceId, 'body.workspaceId');
+        requireShownAsIs(req.get('user-agent'), 'headers.user-agent');
         const started = await deviceCodes.start({
           organisationId: config.deployment === 'cloud' ? null : tenant!.id,
           workspaceId: body.workspaceId,

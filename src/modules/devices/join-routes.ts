@@ -3,6 +3,7 @@ import { invalidRequest } from '../../http/errors.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import type { JoinKeyService } from './join-keys.js';
+import { requireShownAsIs } from './requester-text.js';
 import { tokenAnswerSchema } from './schemas.js';
 import { dpopProofHeader, NO_STORE, noStoreHeader, oauthErrorAnswer, verifyTokenEndpointProof } from './token-endpoint.js';
 
@@ -77,7 +78,7 @@ export function joinRoutes(options: { joinKeys: JoinKeyService; dpop: DpopVerifi
         'with `dpop_jkt` the proof is required and must be signed by that key. A refused proof leaves the key unused. ' +
         'Refusals are OAuth errors (RFC 6749 5.2), all 400: `invalid_grant` (unknown, used, expired or revoked key, a key of another organisation, ' +
         'or a creator who may no longer enrol nodes), `invalid_dpop_proof`, `use_dpop_nonce` (retry with the nonce of the `DPoP-Nonce` header), ' +
-        '`invalid_request` (malformed body or manifest, naming the field). ' +
+        '`invalid_request` (malformed body or manifest, naming the field; also a name or node id holding a control, format (bidirectional, zero-width), private-use or blank character, which administrators would not see as it is). ' +
         `Rate limited per network address (${DEVICE_JOIN_RATE_LIMIT.limit} a minute).`,
       tag: 'Devices',
       tenant: true,
@@ -95,6 +96,10 @@ export function joinRoutes(options: { joinKeys: JoinKeyService; dpop: DpopVerifi
         if (Buffer.byteLength(JSON.stringify(body.manifest), 'utf8') > MANIFEST_MAX_BYTES) {
           throw invalidRequest(`body.manifest must be at most ${MANIFEST_MAX_BYTES} bytes`, { field: 'body.manifest' });
         }
+        // Shown to administrators as the node gave them.
+        requireShownAsIs(body.name, 'body.name');
+        requireShownAsIs(body.manifest.nodeId, 'body.manifest.nodeId');
+        requireShownAsIs(body.manifest.name, 'body.manifest.name');
         // Self-hosted: the key must be one of this host's organisation. Cloud: the key decides.
         const key = await joinKeys.usableKey(body.key, tenant?.id);
         const proofSent = req.headers.dpop !== undefined;

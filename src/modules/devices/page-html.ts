@@ -205,11 +205,11 @@ export function devicePage(
 <p>Only approve it if you asked for it just now and the device shows this code:</p>
 <p class="code">${device.userCode}</p>
 <dl>
-<dt>Device</dt><dd id="device-name">${device.name}</dd>
+<dt>Device name (as given by the device)</dt><dd id="device-name">${device.name}</dd>
 <dt>Kind</dt><dd>${KIND_LABELS[device.kind] ?? device.kind}</dd>
-<dt>Workspace</dt><dd>${device.workspaceId}</dd>
+<dt>Workspace (as given by the device)</dt><dd>${device.workspaceId}</dd>
 <dt>Asked from</dt><dd>${device.requesterAddress ?? 'not known'}</dd>
-<dt>Software</dt><dd>${device.requesterUserAgent ?? 'not known'}</dd>
+<dt>Software (as given by the device)</dt><dd>${device.requesterUserAgent ?? 'not known'}</dd>
 <dt>Key-bound</dt><dd>${device.keyBound ? 'Yes: its tokens only work with a key the device holds (DPoP)' : 'No: its tokens work for whoever holds them'}</dd>
 <dt>Asked at</dt><dd><time datetime="${device.requestedAt.toISOString()}">${device.requestedAt.toISOString()}</time></dd>
 <dt>Code expires</dt><dd><time datetime="${device.expiresAt.toISOString()}">${device.expiresAt.toISOString()}</time></dd>

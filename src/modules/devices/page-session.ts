@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { EntitySchema, LessThan, type DataSource } from 'typeorm';
 import type { Clock } from '../../util/clock.js';
 import { sealJson, unsealJson } from '../../util/seal.js';
-import { hashSecret, newSecret } from '../../util/secrets.js';
+import { hashSecret, newSecret, safeEqual } from '../../util/secrets.js';
 
 /**
  * Browser sessions of the approval page at `verification_uri` (`/device`).
@@ -14,7 +14,8 @@ import { hashSecret, newSecret } from '../../util/secrets.js';
  * verifier, nonce, the user code being approved) is sealed with AES-256-GCM under a key derived
  * from the cookie secret. Reading the table alone neither finishes a sign-in nor rides a session.
  *
- * Sign-ins are single use (consumed before the code is exchanged) and the signed-in session gets
+ * Sign-ins are single use (consumed, by the callback whose `state` matches, before the code is
+ * exchanged; a callback with another `state` leaves them be) and the signed-in session gets
  * a new secret (no session fixation). Both stages are short-lived and end at a fixed time: no
  * sliding expiry.
  */
@@ -156,16 +157,20 @@ export class WebSessions {
 
   /**
    * Ends a sign-in in progress and answers what it remembered, if `state` is the one it was
-   * started with. Single use: of two callbacks with the same cookie only one gets anything, and
-   * a failed exchange afterwards means starting again.
+   * started with. A callback with any other `state` is refused without touching the sign-in: a
+   * site that sends the browser a forged callback cannot cancel the genuine one. Single use: of
+   * two callbacks with the right state only one gets anything (the delete names the state's hash,
+   * so the check and the spending are one statement), and a failed exchange afterwards means
+   * starting again.
    */
   async consumeSignIn(secret: string, organisationId: string | null, state: string): Promise<PendingSignIn | undefined> {
     const record = await this.live(secret, organisationId, 'signing_in');
     if (!record || record.stateHash === null) return undefined;
-    const result = await this.repository.delete({ idHash: record.idHash, stage: 'signing_in' });
-    if ((result.affected ?? 0) !== 1) return undefined;
     // Compared as hashes of equal length; the state is not secret from the browser anyway.
-    if (record.stateHash !== hashSecret(state)) return undefined;
+    const stateHash = hashSecret(state);
+    if (!safeEqual(record.stateHash, stateHash)) return undefined;
+    const result = await this.repository.delete({ idHash: record.idHash, stage: 'signing_in', stateHash });
+    if ((result.affected ?? 0) !== 1) return undefined;
     return unseal<PendingSignIn>(record.sealed, secret, record.idHash);
   }
 

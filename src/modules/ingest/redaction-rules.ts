@@ -1,20 +1,30 @@
 /**
  * What counts as a credential in ingested events and audit records (spec 4.7: "credentials that
  * stray into events and audit details are redacted on receipt"). The walker that applies these
- * rules is `redaction.ts`; this file only says what to look for and why.
+ * rules is `redaction.ts`, the scanner of `name = value` text is `assignments.ts`; this file says
+ * what to look for and why.
  *
- * Two families:
- * - TEXT_RULES run over every string value, in the order listed (specific shapes first, the
- *   generic `name=value` forms last). Each replaces its match, or only the named group `secret`
- *   of its match, with `[REDACTED:<kind>]`.
- * - KEY_RULES look at the object key a string sits under (case- and separator-insensitive:
- *   `API-Key`, `x_api_key` and `apiKey` all read `…apikey`) and replace the whole value.
+ * Three families:
+ * - TEXT_RULES run over every string (values and object keys), in the order listed: credentials
+ *   recognised by their own shape (a prefix, a structure, a neighbour), wherever they stand. Each
+ *   replaces its match, or only the named group `secret` of its match, with `[REDACTED:<kind>]`.
+ * - Secret names (`classifyName`): an object key, the name of a header-like pair, or the name in a
+ *   `name = value` / `name: value` assignment of free text is read as words (case, separators and
+ *   digits ignored) and matched by word against SECRET_WORDS (any value is secret) and
+ *   TOKEN_WORDS (a value that looks generated is). The rule reaches everything beneath the key.
+ * - Structures (`redaction.ts`): header-like objects and pairs are judged by their name, strings
+ *   that hold JSON are read as JSON.
  *
- * Regular expressions must stay linear on hostile input (1,000-event envelopes, strings of a
- * megabyte): every token rule starts at a run boundary (a lookbehind for "no token character
- * before"), every repetition is bounded, and no repetition contains another over overlapping
- * characters. A rule's `hints` are lower-case fragments, at least one of which a string must
- * contain before the rule's pattern runs at all.
+ * Every regular expression here is linear in its input (1,000-event envelopes, strings of a
+ * megabyte): every rule starts at a run boundary (a lookbehind for "no token character before")
+ * or at a fixed word, every repetition is bounded, no repetition contains another over overlapping
+ * characters, and no rule's match can contain the start of another match of the same rule beyond a
+ * bounded number of run boundaries, so restarting after a refused match never rescans more than a
+ * constant times. The rules whose matches could overlap without bound (`Cookie:`, `Authorization:`,
+ * `name=value`) are not regular expressions but the one-pass scanner of `assignments.ts`. A rule's
+ * `hints` are lower-case fragments, at least one of which a string must contain before the rule's
+ * pattern runs at all. test/unit/redaction-performance.test.ts times each rule on inputs built
+ * from its own hints.
  */
 
 export interface TextRule {
@@ -24,19 +34,10 @@ export interface TextRule {
   readonly why: string;
   /** Lower-case fragments; the pattern runs only on strings containing at least one. */
   readonly hints: readonly string[];
-  /** Flags `g` and `d` always. Named group `secret`, when present, is the only part replaced. */
+  /** Flag `g` always. Named group `secret`, when present, is the only part replaced; it follows a group `pre` the match starts with. */
   readonly pattern: RegExp;
   /** A further check on the secret part; false leaves the match as it is. */
   readonly accept?: (secret: string, match: RegExpExecArray) => boolean;
-}
-
-export interface KeyRule {
-  readonly kind: 'secret_value';
-  readonly why: string;
-  /** Normalised key endings (lower case, letters and digits only) the rule applies under. */
-  readonly keyEndings: readonly string[];
-  /** Whether a string under such a key is to be replaced. */
-  readonly test: (value: string) => boolean;
 }
 
 /** Strings shorter than this hold no credential a text rule could recognise; they skip the text rules. */
@@ -131,7 +132,10 @@ function isJwt(token: string): boolean {
 
 const PRINTABLE = /^[\x20-\x7e]+$/;
 function isBasicCredential(encoded: string): boolean {
-  if (encoded.replace(/=+$/, '').length % 4 === 1) return false;
+  // The length without its padding, counted back from the end (no regex rescanning a run of `=`).
+  let unpadded = encoded.length;
+  while (unpadded > 0 && encoded.charCodeAt(unpadded - 1) === 0x3d) unpadded--;
+  if (unpadded % 4 === 1) return false;
   const decoded = Buffer.from(encoded, 'base64').toString('latin1');
   return PRINTABLE.test(decoded) && decoded.includes(':');
 }
@@ -141,26 +145,17 @@ const PLACEHOLDER = /<[^<>]*>|\$\{|\{\{/;
 export const isPlaceholder = (value: string): boolean => PLACEHOLDER.test(value);
 
 /** `name=value` literals that configure rather than disclose. */
-const NOT_A_VALUE = /^(?:true|false|null|nil|none|undefined|\*+)$/i;
-
-function isAssignedSecret(secret: string, match: RegExpExecArray): boolean {
-  if (NOT_A_VALUE.test(secret) || isPlaceholder(secret)) return false;
-  const quoted = /["']$/.test(match.groups?.pre ?? '');
-  // `name: word` is also how prose reads ("Password: required"), so unquoted `:` values must look like one.
-  if (match.groups?.sep === ':' && !quoted) return looksLikeCredentialWord(secret, 6);
-  return true;
-}
+export const NOT_A_VALUE = /^(?:true|false|null|nil|none|undefined|\*+)$/i;
 
 // --- Patterns ---------------------------------------------------------------------------------
 
-/** Compiles a rule pattern: always global with match indices, plus `extra` flags. */
-const rx = (source: string, extra = ''): RegExp => new RegExp(source, `gd${extra}`);
+/** Compiles a rule pattern: always global (`lastIndex` says where to look), plus `extra` flags. */
+const rx = (source: string, extra = ''): RegExp => new RegExp(source, `g${extra}`);
 
 // No letter, digit, `_` or `-` right before: a token starts a run, never in the middle of one.
-const START = '(?<![A-Za-z0-9_-])';
+// An escaped line break or tab (`\n`, `\r`, `\t` written out, as in JSON text and logs) also ends a run.
+const START = '(?:(?<![A-Za-z0-9_-])|(?<=\\\\[nrt]))';
 const SEP = '["\']?[ \\t]{0,3}(?<sep>:=|=>|=|:)[ \\t]{0,3}';
-const SECRET_NAMES =
-  '(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|credentials?)';
 
 export const TEXT_RULES: readonly TextRule[] = [
   {
@@ -171,6 +166,12 @@ export const TEXT_RULES: readonly TextRule[] = [
     pattern: rx(
       '-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:[^-]|-(?!----)){0,65536}(?:-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----)?',
     ),
+  },
+  {
+    kind: 'private_key',
+    why: 'A PuTTY private key file (.ppk) holds the key in its Private-Lines block of base64 lines.',
+    hints: ['private-lines'],
+    pattern: rx('(?<pre>Private-Lines:[ \\t]{0,8}[0-9]{1,4}\\r?\\n)(?<secret>(?:[A-Za-z0-9+/=]{1,128}\\r?\\n){0,511}[A-Za-z0-9+/=]{1,128})(?=[\\r\\n]|$)', 'i'),
   },
   {
     kind: 'jwt',
@@ -333,17 +334,6 @@ export const TEXT_RULES: readonly TextRule[] = [
     pattern: rx('(?<pre>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\\s:/?#@\\[\\]]{0,256}:)(?<secret>[^\\s/?#]{1,256})@'),
   },
   {
-    kind: 'authorization',
-    why: 'An Authorization header written out in text (logs, curl commands): the credential after the scheme goes.',
-    hints: ['authorization'],
-    pattern: rx(
-      '(?<pre>(?<![A-Za-z0-9_-])(?:proxy-)?authorization["\']?[ \\t]{0,3}[:=][ \\t]{0,3}["\']?(?:(?:Bearer|Basic|DPoP|Token|Digest|Negotiate|NTLM|ApiKey|AWS4-HMAC-SHA256)[ \\t]{1,3})?)(?<secret>[^\\s"\',;]{8,8192})',
-      'i',
-    ),
-    // Credentials are generated; `Authorization: required` is prose, `Bearer <token>` documentation.
-    accept: (secret) => looksLikeToken(secret) && !isPlaceholder(secret),
-  },
-  {
     kind: 'bearer_token',
     why: '`Bearer <token>` / `DPoP <token>` anywhere in text carries a token whatever its format.',
     hints: ['bearer', 'dpop'],
@@ -360,88 +350,315 @@ export const TEXT_RULES: readonly TextRule[] = [
     accept: isBasicCredential,
   },
   {
-    kind: 'cookie',
-    why: 'A Cookie / Set-Cookie header written out in text holds session ids; its whole value goes.',
-    hints: ['cookie'],
-    pattern: rx(`(?<pre>${START}(?:set-)?cookie["']?[ \\t]{0,3}:[ \\t]{0,3}["']?)(?<secret>[^\\r\\n"']{1,8192})`, 'i'),
-    accept: (secret) => secret.includes('=') && secret.length >= MIN_TEXT_LENGTH,
+    kind: 'url_token',
+    why: 'A token written as the user of a URL (git remotes: https://<token>@github.com/…) is the whole credential; only a value that looks generated counts.',
+    hints: ['://'],
+    pattern: rx('(?<pre>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://)(?<secret>[A-Za-z0-9_.~-]{16,256})@(?=[A-Za-z0-9\\[])'),
+    accept: looksLikeToken,
   },
   {
-    kind: 'assignment',
-    why: 'password=, secret=, token=, api_key=, access_key=, private_key=, credentials= (also :, :=, =>, quoted, any prefix such as DB_PASSWORD) in free text: the name stays, the value goes.',
-    hints: ['pass', 'secret', 'token', 'key', 'credential'],
+    kind: 'netrc',
+    why: '.netrc and .git-credentials store entries: machine <host> login <user> password <secret>; the password goes.',
+    hints: ['machine'],
     pattern: rx(
-      `(?<pre>(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{0,60}?${SECRET_NAMES}${SEP}["']?)(?<secret>(?<=["'])[^"'\\r\\n]{1,512}|(?<!["'])(?!\\$\\{)[^\\s"'\`,;&<>(){}\\[\\]]{1,512})`,
+      '(?<pre>(?<![A-Za-z0-9_-])machine[ \\t\\r\\n]{1,64}[^\\s]{1,255}[ \\t\\r\\n]{1,64}login[ \\t\\r\\n]{1,64}[^\\s]{1,255}[ \\t\\r\\n]{1,64}(?:password|passwd)[ \\t\\r\\n]{1,64})(?<secret>[^\\s]{1,512})',
       'i',
     ),
-    accept: isAssignedSecret,
-  },
-  {
-    kind: 'assignment',
-    why: 'Command-line flags --password x, --token x, --api-key x (space-separated; --name=x is the rule above).',
-    hints: ['--'],
-    pattern: rx(
-      `(?<pre>(?<![A-Za-z0-9_-])--[A-Za-z0-9-]{0,40}?(?:password|passwd|passphrase|secret|token|api-?key|access-?key|private-?key)[ \\t]{1,3}["']?)(?<secret>[^\\s"'\`;&|<>-][^\\s"'\`;&|<>]{0,511})`,
-      'i',
-    ),
-    accept: (secret) => !NOT_A_VALUE.test(secret),
   },
 ];
 
-// --- Keys ---------------------------------------------------------------------------------------
+// --- Secret names -------------------------------------------------------------------------------
 
-/** Lower case, letters and digits only: `X-Api-Key`, `x_api_key` and `xApiKey` all become `xapikey`. */
-export const normaliseKey = (key: string): string => key.toLowerCase().replace(/[^a-z0-9]/g, '');
+/**
+ * How strongly a name says "secret": `always`, any non-empty value under it is one (`password`,
+ * `client_secret`); `random`, a value is one when it looks generated (`token`, `api_key`: a
+ * `token: "expired"` or `max_tokens: 4096` stays).
+ */
+export type SecretStrength = 'always' | 'random';
 
-export const KEY_RULES: readonly KeyRule[] = [
-  {
-    kind: 'secret_value',
-    why: 'Under these names any non-empty string is a secret, however plain it looks (`hunter2`); `pwd` is left out: it is the working directory far more often.',
-    keyEndings: [
-      'password',
-      'passwd',
-      'passphrase',
-      'secret', // client_secret, webhookSecret, jwt_secret…
-      'secretkey',
-      'secretaccesskey',
-      'privatekey',
-      'authorization', // and proxy_authorization
-      'cookie', // and set_cookie
-      'credential',
-      'credentials',
-    ],
-    test: (value) => value.trim().length > 0,
-  },
-  {
-    kind: 'secret_value',
-    why: 'Under these names a value is a secret when it looks generated (looksRandom); `token: "expired"` and plural counters such as `max_tokens` stay.',
-    keyEndings: [
-      'token', // access_token, refresh_token, id_token, csrfToken, x-auth-token…
-      'apikey', // api_key, API-Key, x_api_key
-      'accesskey',
-      'accountkey',
-      'signingkey',
-      'encryptionkey',
-      'masterkey',
-      'sessionkey',
-      'sessionid',
-      'signature',
-      'auth', // basic_auth, x-auth, oauth
-    ],
-    test: looksRandom,
-  },
-];
-
-/** The key rule a string under `key` falls under, if any (the first listed wins). */
-const keyRuleCache = new Map<string, KeyRule | null>();
-
-export function keyRuleFor(key: string): KeyRule | undefined {
-  // Workbenches send the same few keys again and again: decide each once.
-  const cached = keyRuleCache.get(key);
-  if (cached !== undefined) return cached ?? undefined;
-  const normalised = normaliseKey(key);
-  const rule = normalised === '' ? undefined : KEY_RULES.find((candidate) => candidate.keyEndings.some((ending) => normalised.endsWith(ending)));
-  if (keyRuleCache.size >= 10_000) keyRuleCache.clear();
-  keyRuleCache.set(key, rule ?? null);
-  return rule;
+/** The stronger of two strengths (`always` wins); undefined when neither says secret. */
+export function stronger(a: SecretStrength | undefined, b: SecretStrength | undefined): SecretStrength | undefined {
+  return a === 'always' || b === 'always' ? 'always' : (a ?? b);
 }
+
+/**
+ * Words that make any value under them a secret, whatever it looks like (`hunter2`). Matched as
+ * the last word of a name (after QUALIFIER_WORDS are set aside), in the singular or plural:
+ * `password`, `DB_PASS`, `password2`, `secrets`, `client-secret`, `AWS_SECRET_ACCESS_KEY`. The
+ * longer ones also end a glued word (`dbpassword`, `clientsecret`, `setcookie`); `pass` and `pwd`
+ * only stand alone as words, so `passport`, `bypass` and `compass` stay.
+ */
+export const SECRET_WORDS: readonly string[] = [
+  'password',
+  'passwd',
+  'pass',
+  'pwd', // MYSQL_PWD, Pwd= in connection strings; an absolute path under a lone `PWD` is the working directory and stays
+  'passphrase',
+  'passcode',
+  'secret', // client_secret, webhookSecret, jwt_secret, secrets…
+  'credential',
+  'creds',
+  'authorization', // and proxy_authorization
+  'cookie', // and set_cookie
+  'mnemonic', // a wallet's recovery words
+  'privkey',
+];
+
+/**
+ * Words under which a value is a secret when it looks generated (see `looksRandom`): matched like
+ * SECRET_WORDS. `auth` and `token` also end glued words (`oauth`, `authtoken`, `idtoken`).
+ */
+export const TOKEN_WORDS: readonly string[] = ['token', 'auth', 'oauth', 'signature', 'sig', 'jwt', 'bearer', 'hmac', 'csrf', 'xsrf', 'sessionid', 'sid'];
+
+/**
+ * `<word> key` (and `<word>key` glued, `<word> keys`): a key of these is a credential. `secret key`
+ * and `private key` are SECRET_WORDS strength (as is any `… key` with `secret` or `private` among
+ * its words: `aws_secret_access_key`); the rest are TOKEN_WORDS strength. `key` alone (`{key:
+ * "theme"}`), `sort_key` or `primary_key` say nothing.
+ */
+export const KEY_OWNER_WORDS: readonly string[] = [
+  'api',
+  'access',
+  'account',
+  'app',
+  'auth',
+  'client',
+  'consumer',
+  'decryption',
+  'deploy',
+  'encryption',
+  'gpg',
+  'hmac',
+  'license',
+  'master',
+  'pgp',
+  'session',
+  'shared',
+  'signing',
+  'ssh',
+  'storage',
+  'subscription',
+  'webhook',
+];
+
+/** `<word> id`: `session id` (`sessionId`, `session_id`) is a token; other ids are not. */
+const ID_OWNER_WORDS: ReadonlySet<string> = new Set(['session']);
+
+/**
+ * Trailing words that say how or when a secret is held, not what it is: set aside before the last
+ * word is read, so `password_hash`, `secret_value`, `SecretString`, `client-key-data`,
+ * `password_base64` and `password_confirmation2` are read as `password`, `secret`, `client key`
+ * (digits are dropped before: `base64` is read as `base`).
+ */
+export const QUALIFIER_WORDS: readonly string[] = [
+  'again',
+  'b', // b64: digits are dropped
+  'base', // base64, base32
+  'bin',
+  'binary',
+  'bytes',
+  'cleartext',
+  'confirm',
+  'confirmation',
+  'confirmed',
+  'content',
+  'current',
+  'data',
+  'default',
+  'der',
+  'digest',
+  'enc',
+  'encoded',
+  'encrypted',
+  'env',
+  'hash',
+  'hashed',
+  'hex',
+  'input',
+  'json',
+  'new',
+  'next',
+  'old',
+  'original',
+  'override',
+  'pem',
+  'plain',
+  'plaintext',
+  'prev',
+  'previous',
+  'raw',
+  'repeat',
+  'retype',
+  'str',
+  'string',
+  'text',
+  'txt',
+  'val',
+  'value',
+  'values',
+  'var',
+  'verification',
+  'verify',
+  'yaml',
+];
+
+const SECRET_SET: ReadonlySet<string> = new Set(SECRET_WORDS);
+const TOKEN_SET: ReadonlySet<string> = new Set(TOKEN_WORDS);
+const KEY_OWNER_SET: ReadonlySet<string> = new Set(KEY_OWNER_WORDS);
+const QUALIFIER_SET: ReadonlySet<string> = new Set(QUALIFIER_WORDS);
+/** Words too short or too common to end a glued word (`bypass`, `author`…): matched alone only. */
+const ALONE_ONLY: ReadonlySet<string> = new Set(['pass', 'pwd', 'creds', 'sig', 'sid', 'jwt', 'hmac', 'csrf', 'xsrf', 'bearer']);
+/** Glued endings: the long secret words, and `<owner>key` for every owner. */
+const GLUED_ENDINGS: readonly (readonly [string, SecretStrength])[] = [
+  ...SECRET_WORDS.filter((word) => !ALONE_ONLY.has(word)).map((word) => [word, 'always'] as const),
+  ['secretkey', 'always'],
+  ['secretaccesskey', 'always'],
+  ['privatekey', 'always'],
+  ['seedphrase', 'always'],
+  ['recoveryphrase', 'always'],
+  ...TOKEN_WORDS.filter((word) => !ALONE_ONLY.has(word)).map((word) => [word, 'random'] as const),
+  ...KEY_OWNER_WORDS.map((word) => [`${word}key`, 'random'] as const),
+];
+
+/** Only the end of a long name is read: the last words decide. */
+const NAME_TAIL = 96;
+
+/** Character classes of a name (numbers, not a const enum: every compiler reads them the same). */
+const OTHER = 0;
+const LOWER = 1;
+const UPPER = 2;
+const DIGIT = 3;
+
+function charType(code: number): number {
+  if (code >= 97 && code <= 122) return LOWER;
+  if (code >= 65 && code <= 90) return UPPER;
+  if (code >= 48 && code <= 57) return DIGIT;
+  return OTHER;
+}
+
+/**
+ * The words of a name, lower case, in one pass: split at anything but ASCII letters and digits, at
+ * a change of case (`apiKey`, `APIKey`), and between letters and digits; digits are dropped. So
+ * `X-Api-Key`, `x_api_key`, `xApiKey` and `X_API_KEY2` are all `x api key`.
+ */
+export function nameWords(name: string): string[] {
+  const text = name.length > NAME_TAIL ? name.slice(-NAME_TAIL) : name;
+  const words: string[] = [];
+  let start = -1;
+  let startType = OTHER;
+  let previous = OTHER;
+  for (let index = 0; index <= text.length; index++) {
+    const type = index < text.length ? charType(text.charCodeAt(index)) : OTHER;
+    let boundary = type === OTHER || start < 0 || (previous === DIGIT) !== (type === DIGIT) || (type === UPPER && previous === LOWER);
+    let next = index;
+    if (!boundary && type === LOWER && previous === UPPER && index - start > 1) {
+      // `APIKey`: the last capital starts the next word.
+      boundary = true;
+      next = index - 1;
+    }
+    if (boundary) {
+      if (start >= 0 && startType !== DIGIT && next > start) words.push(text.slice(start, next).toLowerCase());
+      start = type === OTHER ? -1 : next;
+      startType = type === OTHER ? OTHER : charType(text.charCodeAt(next));
+    }
+    previous = type;
+  }
+  return words;
+}
+
+/** A word and its singular (`secrets` → `secret`, `cookies` → `cookie`); nothing cleverer is needed here. */
+function singularForms(word: string): [string, string] {
+  return [word, word.length > 3 && word.endsWith('s') && !word.endsWith('ss') ? word.slice(0, -1) : word];
+}
+
+function wordStrength(word: string): SecretStrength | undefined {
+  for (const form of singularForms(word)) {
+    if (SECRET_SET.has(form)) return 'always';
+    if (TOKEN_SET.has(form)) return 'random';
+  }
+  for (const form of singularForms(word)) {
+    for (const [ending, strength] of GLUED_ENDINGS) if (form.endsWith(ending)) return strength;
+  }
+  return undefined;
+}
+
+/** The strength a name's words give (see SECRET_WORDS, TOKEN_WORDS, KEY_OWNER_WORDS, QUALIFIER_WORDS). */
+export function strengthOfWords(all: readonly string[]): SecretStrength | undefined {
+  let end = all.length;
+  while (end > 1 && QUALIFIER_SET.has(all[end - 1]!)) end -= 1;
+  if (end === 0) return undefined;
+  const words = all.slice(0, end);
+  const last = singularForms(words[end - 1]!)[1];
+  const previous = end > 1 ? words[end - 2]! : undefined;
+  if (last === 'key' && previous !== undefined) {
+    if (words.some((word) => word === 'secret' || word === 'private')) return 'always';
+    if (KEY_OWNER_SET.has(previous)) return 'random';
+    return undefined;
+  }
+  if (last === 'id') return previous !== undefined && ID_OWNER_WORDS.has(previous) ? 'random' : undefined;
+  if (last === 'phrase' && (previous === 'pass' || previous === 'seed' || previous === 'recovery')) return 'always';
+  return wordStrength(words[end - 1]!);
+}
+
+/** A name holding none of these fragments names no secret: most names are decided by one scan. */
+const SECRET_FRAGMENTS = /pass|pwd|secret|cred|auth|cookie|mnemonic|privkey|token|sig|jwt|bearer|hmac|csrf|xsrf|sid|session|key|phrase/i;
+
+/** What a name says about the value after it. */
+export interface NameInfo {
+  strength: SecretStrength;
+  /** `Cookie:` and `Authorization:` values have their own shapes in text (assignments.ts). */
+  kind: 'plain' | 'cookie' | 'authorization';
+  /** A lone `PWD`: an absolute path under it is the working directory (isWorkingDirectory). */
+  lonePwd: boolean;
+}
+
+function nameInfoOf(name: string): NameInfo | undefined {
+  if (!SECRET_FRAGMENTS.test(name)) return undefined;
+  const words = nameWords(name);
+  const strength = strengthOfWords(words);
+  if (strength === undefined) return undefined;
+  const last = words[words.length - 1];
+  const kind = last === 'cookie' || last === 'cookies' ? 'cookie' : last === 'authorization' ? 'authorization' : 'plain';
+  return { strength, kind, lonePwd: words.length === 1 && words[0] === 'pwd' };
+}
+
+const nameCache = new Map<string, NameInfo | null>();
+
+/**
+ * Whether a name (an object key, a header's name, the name of an assignment) says its value is a
+ * secret, how strongly, and in what shape. Decided once per name: workbenches send the same few
+ * keys again and again.
+ */
+export function nameInfo(name: string): NameInfo | undefined {
+  if (name.length > 200) return nameInfoOf(name);
+  const cached = nameCache.get(name);
+  if (cached !== undefined) return cached ?? undefined;
+  const info = nameInfoOf(name);
+  if (nameCache.size >= 10_000) nameCache.clear();
+  nameCache.set(name, info ?? null);
+  return info;
+}
+
+/** The strength of a name (see nameInfo); undefined when it names no secret. */
+export function classifyName(name: string): SecretStrength | undefined {
+  return nameInfo(name)?.strength;
+}
+
+const ABSOLUTE_PATH = /^(?:\/|~\/|[A-Za-z]:\\)/;
+
+/** A lone `PWD` holding an absolute path is the shell's working directory, not a password. */
+export function isWorkingDirectory(name: string, value: string): boolean {
+  return nameInfo(name)?.lonePwd === true && ABSOLUTE_PATH.test(value);
+}
+
+/** Whether a string under a name of this strength is to be replaced (`always`: any non-blank one). */
+export function secretUnder(strength: SecretStrength, value: string): boolean {
+  return strength === 'always' ? value.trim().length > 0 : looksRandom(value);
+}
+
+/**
+ * Fields that make an object a header-like pair: `{name: "X-Api-Key", value: "…"}`,
+ * `{key: "DB_PASSWORD", value: "…"}`, `{Name, Value}`. The value fields are judged by the name.
+ */
+export const PAIR_NAME_FIELDS: ReadonlySet<string> = new Set(['name', 'key', 'header', 'field', 'param', 'parameter', 'variable', 'var']);
+export const PAIR_VALUE_FIELDS: ReadonlySet<string> = new Set(['value', 'values', 'val']);

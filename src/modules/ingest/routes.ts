@@ -1,6 +1,7 @@
 import { abilityOf, authorize } from '../../../policies/index.js';
 import type { Principal } from '../../auth/principal.js';
 import { ApiError, invalidRequest } from '../../http/errors.js';
+import type { RateLimitRule } from '../../http/rate-limit.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { named, timestampSchema } from '../../http/schema.js';
 import type { IngestReader, ReadFilters } from './read.js';
@@ -14,7 +15,14 @@ export interface IngestLimits {
   maxJsonKeys: number;
   /** INGEST_MAX_STRING_LENGTH: an agent's answer or a command's output may be long. */
   maxStringLength: number;
+  /** INGEST_REDACTION_BUDGET_MS, for the description. */
+  redactionBudgetMs: number;
+  /** INGEST_RATE_LIMIT_PER_MINUTE: uploads a minute per device. */
+  perDevicePerMinute: number;
 }
+
+/** The counter of ingest uploads, per device (all its workspaces together). */
+export const ingestRateLimit = (perMinute: number): RateLimitRule => ({ name: 'ingest-device', by: 'device', limit: perMinute, windowMs: 60_000 });
 
 /** Checked before the envelope's items are validated, so the first refusal is the clearest. */
 function precheckEnvelope(body: unknown, limits: IngestLimits): void {
@@ -182,11 +190,12 @@ export function ingestRoutes(service: IngestService, reader: IngestReader, limit
       description:
         'Stored in one transaction, all or nothing. Items are identified (events by `seq` per device and workspace; usage, audit and tasks by `id` per device), so a retry stores nothing twice and answers zero counts with the same cursors. ' +
         'Credentials in event `data` and audit `details`/`label` are replaced by `[REDACTED:<kind>]` before storage; a memory read (by the rule of the project\'s effective policy, `audit.memoryReads`) keeps only its label. ' +
-        'Refusals: 400 `invalid_request` naming the list and index of a bad item (nothing is stored), 400 `unsupported_schema_version`, 400 `json_too_complex` (nesting deeper than JSON_MAX_DEPTH, more than INGEST_MAX_KEYS keys and items, or a string longer than INGEST_MAX_STRING_LENGTH), 404 `not_found` (project not in your organisation), 413 (body over INGEST_MAX_BYTES or more than INGEST_MAX_ITEMS items).',
+        `Refusals: 400 \`invalid_request\` naming the list and index of a bad item (nothing is stored), 400 \`unsupported_schema_version\`, 400 \`json_too_complex\` (nesting deeper than JSON_MAX_DEPTH, more than INGEST_MAX_KEYS keys and items, or a string longer than INGEST_MAX_STRING_LENGTH), 404 \`not_found\` (project not in your organisation), 413 (body over INGEST_MAX_BYTES, more than INGEST_MAX_ITEMS items, or redaction would take longer than INGEST_REDACTION_BUDGET_MS, ${limits.redactionBudgetMs} ms of work), 429 (more than INGEST_RATE_LIMIT_PER_MINUTE uploads a minute from this device, ${limits.perDevicePerMinute}; \`Retry-After\`).`,
       tag: 'Ingest',
       tenant: true,
       auth: ['device'],
       deviceScope: 'ingest:write',
+      rateLimits: [ingestRateLimit(limits.perDevicePerMinute)],
       bodyLimitBytes: limits.maxBytes,
       jsonLimits: { maxKeys: limits.maxJsonKeys, maxStringLength: limits.maxStringLength },
       precheck: (body) => precheckEnvelope(body, limits),

@@ -2,9 +2,9 @@ import type { DataSource } from 'typeorm';
 import { QueryFailedError } from 'typeorm';
 import type { FromSchema } from 'json-schema-to-ts';
 import type { MemoryReadRule } from '../../../policies/memory-reads.js';
-import { notFound } from '../../http/errors.js';
+import { ApiError, notFound } from '../../http/errors.js';
 import type { Clock } from '../../util/clock.js';
-import { redact, redactAuditItem, redactText } from './redaction.js';
+import { auditItemSteps, RedactionBudget, RedactionBudgetExceeded, redactSteps, redactTextSteps, type Steps } from './redaction.js';
 import type { ingestAnswerSchema, ingestEnvelopeSchema } from './schemas.js';
 import { canonicalStoredText, instant, storableInstant, utcText } from '../../util/time.js';
 import { dialectOf, IngestStore, sqlTime, type Dialect, type StreamCursors, type StreamKey } from './store.js';
@@ -32,9 +32,41 @@ function position(at: string, id: string): string {
 
 /** Redacted text for a field stored as is, kept within its column (a marker may be longer than
  * the secret it replaces). */
-function redactedText(value: string, max: number): string {
+function* redactedText(value: string, max: number, meter: { work: number }): Steps<string> {
   const found: string[] = [];
-  return redactText(value, found).slice(0, max);
+  return (yield* redactTextSteps(value, found, meter)).slice(0, max);
+}
+
+/**
+ * Everything of an envelope that redaction reads, as steps: event `kind` and `data`; audit
+ * `action`, `actor`, `label`, `details`, `target` (or nothing of the content of a memory read,
+ * decided on the action as sent); usage `provider` and `model`; task titles. Ids, workspaces and
+ * times are identifiers the store keys on and are kept as sent.
+ */
+function* redactEnvelope(envelope: IngestEnvelope, isMemoryRead: MemoryReadRule) {
+  const meter = { work: 0 };
+  const events = [];
+  for (const event of envelope.events ?? []) {
+    events.push({ ...event, kind: yield* redactedText(event.kind, 100, meter), data: (yield* redactSteps(event.data, meter)).value });
+  }
+  const audit = [];
+  for (const item of envelope.audit ?? []) {
+    const redacted = (yield* auditItemSteps(item, AUDIT_CONTENT_FIELDS, isMemoryRead, meter)).value;
+    audit.push({
+      ...redacted,
+      action: yield* redactedText(redacted.action, 100, meter),
+      actor: yield* redactedText(redacted.actor, 200, meter),
+      ...(redacted.target !== undefined ? { target: redacted.target.slice(0, 500) } : {}),
+      ...(redacted.label !== undefined ? { label: redacted.label.slice(0, 500) } : {}),
+    });
+  }
+  const usage = [];
+  for (const item of envelope.usage ?? []) {
+    usage.push({ ...item, provider: yield* redactedText(item.provider, 100, meter), model: yield* redactedText(item.model, 200, meter) });
+  }
+  const tasks = [];
+  for (const task of envelope.tasks ?? []) tasks.push({ ...task, title: yield* redactedText(task.title, 500, meter) });
+  return { events, audit, usage, tasks };
 }
 
 function newest(current: string, candidates: readonly string[]): string {
@@ -78,6 +110,8 @@ export class IngestService {
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
     private readonly policies: MemoryReadPolicy,
+    /** INGEST_REDACTION_BUDGET_MS: work redaction may spend on one envelope. */
+    private readonly redactionBudgetMs: number,
     /** Told of each envelope stored: items received and newly stored, by kind (metrics). */
     private readonly onStored?: (received: IngestAnswer['accepted'], stored: IngestAnswer['accepted']) => void,
   ) {}
@@ -89,19 +123,12 @@ export class IngestService {
     const dialect = dialectOf(this.dataSource);
     const times = storedTimes(envelope, dialect);
 
-    // Redaction happens before anything is stored (or could be logged).
-    const events = (envelope.events ?? []).map((event) => ({ ...event, data: redact(event.data).value }));
-    const audit = (envelope.audit ?? []).map((item) => {
-      const redacted = redactAuditItem(item, AUDIT_CONTENT_FIELDS, isMemoryRead).value;
-      return {
-        ...redacted,
-        actor: redactedText(redacted.actor, 200),
-        ...(redacted.target !== undefined ? { target: redacted.target.slice(0, 500) } : {}),
-        ...(redacted.label !== undefined ? { label: redacted.label.slice(0, 500) } : {}),
-      };
+    // Redaction happens before anything is stored (or could be logged), in slices that give the
+    // event loop back, within its budget.
+    const { events, audit, usage, tasks } = await new RedactionBudget(this.redactionBudgetMs).run(redactEnvelope(envelope, isMemoryRead)).catch((error: unknown) => {
+      if (!(error instanceof RedactionBudgetExceeded)) throw error;
+      throw new ApiError(413, 'payload_too_large', `redacting the envelope took longer than its budget of ${error.budgetMs} ms; send fewer or smaller items in one upload`);
     });
-    const usage = envelope.usage ?? [];
-    const tasks = (envelope.tasks ?? []).map((task) => ({ ...task, title: redactedText(task.title, 500) }));
     const stream: StreamKey = { organisationId: device.organisationId, deviceId: device.deviceId, workspaceId: envelope.workspaceId };
 
     const received = { events: events.length, usage: usage.length, audit: audit.length, tasks: tasks.length };

@@ -398,7 +398,7 @@ export const policyDocumentSchema = named('PolicyDocument', {
           type: 'object',
           description:
             'Which audit actions are memory reads, kept by their label only (their `details` and `target` are dropped on receipt). ' +
-            'Built in: an action naming a memory store (`memory`, `knowledge`, `kb`, `vector`, `embedding`, `rag`, `semantic`, …) and a read verb (`read`, `get`, `search`, `query`, `list`, `recall`, `retrieve`, `fetch`, `lookup`, `export`, …) and no write verb (`write`, `delete`, `update`, `save`, `import`, …), in any order, case and separators ignored: `memory.read`, `read_memory`, `memory.semantic_search`, `knowledge.query`, `kb.search`, `export.memories`, `vector.lookup`. ' +
+            'Built in: an action naming a memory store (`memory`, `knowledge`, `kb`, `vector`, `embedding`, `rag`, `semantic`, …, or a provider such as `mem0`, `zep`, `letta`, `langmem`) and a read verb (`read`, `get`, `search`, `query`, `list`, `recall`, `retrieve`, `fetch`, `lookup`, `export`, `dump`, …), read as words in any order, case, separators and glued words ignored (an action that also writes, `memory.get_or_create`, is a read): `memory.read`, `read_memory`, `memory.lookUp`, `memory.retrieval`, `mem0.search`, `kb.search`, `export.memories`. ' +
             'Patterns are written like actions; `*` stands for any run of characters (`kb.*`, `*recall*`). `exclude` wins over `include`, which wins over the built-in rule.',
           required: ['stores', 'include', 'exclude'],
           properties: {
