@@ -26,9 +26,12 @@ import { Teams1763850000000 as SqliteTeams } from './sqlite/1763850000000-teams.
 import { Teams1763850000000 as MysqlTeams } from './mysql/1763850000000-teams.js';
 import { AuthRevocations1763870000000 as SqliteAuthRevocations } from './sqlite/1763870000000-auth-revocations.js';
 import { AuthRevocations1763870000000 as MysqlAuthRevocations } from './mysql/1763870000000-auth-revocations.js';
+import { TableCharacterSets1763910000000 as MysqlTableCharacterSets } from './mysql/1763910000000-table-character-sets.js';
+import { Retention1763910001000 as SqliteRetention } from './sqlite/1763910001000-retention.js';
+import { Retention1763910001000 as MysqlRetention } from './mysql/1763910001000-retention.js';
 
 type MigrationClass = new () => MigrationInterface;
 
 /** Migrations per dialect, in order. Listed by hand so they load the same in ESM, tests and builds. */
-export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation, SqliteDevices, SqlitePolicy, SqliteWebSessions, SqliteIngest, SqliteMembershipRemoval, SqliteCloudSignIn, SqlitePictures, SqliteCloudAgents, SqliteTeams, SqliteAuthRevocations];
-export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices, MysqlPolicy, MysqlWebSessions, MysqlIngest, MysqlMembershipRemoval, MysqlExactIdentities, MysqlCloudSignIn, MysqlPictures, MysqlCloudAgents, MysqlTeams, MysqlAuthRevocations];
+export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation, SqliteDevices, SqlitePolicy, SqliteWebSessions, SqliteIngest, SqliteMembershipRemoval, SqliteCloudSignIn, SqlitePictures, SqliteCloudAgents, SqliteTeams, SqliteAuthRevocations, SqliteRetention];
+export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices, MysqlPolicy, MysqlWebSessions, MysqlIngest, MysqlMembershipRemoval, MysqlExactIdentities, MysqlCloudSignIn, MysqlPictures, MysqlCloudAgents, MysqlTeams, MysqlAuthRevocations, MysqlTableCharacterSets, MysqlRetention];
