@@ -3,7 +3,7 @@ import express, { type Express, type RequestHandler } from 'express';
 import helmet from 'helmet';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { DataSource } from 'typeorm';
+import { MigrationExecutor, type DataSource } from 'typeorm';
 import { OrganisationOidcVerifier } from '../adapters/identity/organisation-oidc.js';
 import { OrganisationLogin } from '../adapters/identity/organisation-login.js';
 import { authentication } from './auth/middleware.js';
@@ -25,6 +25,8 @@ import { OrganisationSignIn } from './modules/devices/page-sign-in.js';
 import type { TokenResolver } from './auth/resolver.js';
 import type { Config } from './config.js';
 import { errorHandler, hoistedHeaders, inSequence, notFoundHandler, requestEdge } from './http/edge.js';
+import { schemaNotMigrated } from './http/errors.js';
+import { SchemaState } from './db/schema-state.js';
 import { buildOpenApi } from './http/openapi.js';
 import { originEdge, serviceOrigin } from './http/origin.js';
 import { defineRoute, RouteRegistry, type DeploymentProfile } from './http/route.js';
@@ -213,9 +215,19 @@ export function buildApp(deps: AppDependencies): Platform {
 
   const redis = deps.redis;
   const redisRateLimits = redis ? new RedisRateLimitStores(redis) : undefined;
+  // MIGRATE_ON_START=false: until `platform migrate` has run, every route that reads the database
+  // answers 503 `unavailable` (src/db/schema-state.ts), and readiness says `migrations: pending`.
+  const schema = new SchemaState(dataSource, clock);
+  const schemaGate: RequestHandler = (_req, _res, next) => {
+    if (schema.ready) return next();
+    schema.isMigrated().then(
+      (migrated) => next(migrated ? undefined : schemaNotMigrated()),
+      (error: unknown) => next(error),
+    );
+  };
   const probes: ReadinessProbe[] = [
     databaseProbe(dataSource),
-    migrationsProbe(dataSource),
+    migrationsProbe(schema),
     { name: 'redis', check: async () => (redis ? (await redis.ping(), 'ok') : 'not configured') },
     {
       name: 'rateLimits',
@@ -337,6 +349,7 @@ export function buildApp(deps: AppDependencies): Platform {
       defaultJsonLimits: config.json,
       tenancy: tenancy(config.deployment, organisations),
       authenticate: authentication(resolvers, config.deployment, (kind, outcome) => metrics.tokenVerified(kind, outcome)),
+      schemaGate,
     },
     profile,
   );
@@ -368,7 +381,13 @@ export function buildApp(deps: AppDependencies): Platform {
     services: { organisations, verifier, dpop, deviceTokens, projects, policies, signIn, sessions, mailer, teams, cloudAgents, signingKeys, relay },
     upgrade: upgrades.handle,
     start: async () => {
-      await signingKeys.ready();
+      // On a schema still to be migrated the keys are made at their first use, once it is. (Read
+      // apart from `schema`, which keeps its answer for good once it is yes.)
+      const migrated = await new MigrationExecutor(dataSource)
+        .getPendingMigrations()
+        .then((pending) => pending.length === 0)
+        .catch(() => false);
+      if (migrated) await signingKeys.ready();
       await relay.start();
       await revocations.start();
     },

@@ -1,10 +1,13 @@
 import { Command, CommanderError, Option } from 'commander';
+import { MigrationExecutor, type Migration } from 'typeorm';
+import { isDatabaseUnavailable, reasonOf } from '../db/errors.js';
+import { databaseRefusal } from '../db/server-check.js';
 import { ORGANISATION_ROLES, PROJECT_ROLES, type OrganisationRole, type ProjectRole } from '../auth/principal.js';
 import { ConfigError } from '../config.js';
 import { ApiError } from '../http/errors.js';
 import { ORGANISATION_KINDS, ORGANISATION_PLANS, type OrganisationKind, type OrganisationPlan } from '../modules/organisation/entities.js';
 import { registerDeviceCommands, registerJoinKeyCommands, registerPeopleCommands, registerPolicyCommands, registerProjectAdminCommands } from './admin-commands.js';
-import { CliContext, CliError, EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, exitCodeOfStatus, type CliDependencies } from './context.js';
+import { CliContext, CliError, EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, exitCodeOfStatus, usageError, type CliDependencies } from './context.js';
 import { roleClaimWarning } from './people.js';
 import { registerDiscoverCommand } from './discover.js';
 import {
@@ -194,8 +197,21 @@ function registerMigrateCommand(program: Command, context: CliContext): void {
     .description('apply pending database migrations and print what ran')
     .action(async () => {
       const dataSource = await context.database({ requireMigrated: false });
+      // Before anything is created: a server or database the service cannot work with is one line
+      // saying what to run (src/db/server-check.ts), exit 2.
+      const refusal = await databaseRefusal(dataSource);
+      if (refusal) throw usageError(refusal);
       // One transaction per migration: a failure keeps the ones before it applied and recorded.
-      const applied = await dataSource.runMigrations({ transaction: 'each' });
+      let applied: Migration[];
+      try {
+        applied = await dataSource.runMigrations({ transaction: 'each' });
+      } catch (error) {
+        if (isDatabaseUnavailable(error)) throw error;
+        // The database refused a statement: one line naming the migration, no stack trace.
+        const failed = (await new MigrationExecutor(dataSource).getPendingMigrations().catch(() => []))[0]?.name ?? 'a migration';
+        const reason = reasonOf(error);
+        throw new CliError(`${failed} failed (the migrations before it are applied): ${reason.reason}${reason.errorCode ? ` (${reason.errorCode})` : ''}`, EXIT_FAILED);
+      }
       if (!applied.length) return context.print(`The ${context.config.database.kind} database is up to date; no migration to apply.`);
       context.print(`Applied ${applied.length} migration${applied.length === 1 ? '' : 's'} to the ${context.config.database.kind} database:`);
       for (const migration of applied) context.print(`  ${migration.name}`);

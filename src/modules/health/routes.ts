@@ -1,4 +1,4 @@
-import { MigrationExecutor, type DataSource } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { notReady } from '../../http/errors.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { named } from '../../http/schema.js';
@@ -86,16 +86,12 @@ export function databaseProbe(dataSource: DataSource): ReadinessProbe {
 }
 
 /** Pending migrations make the service not ready; once none is pending, none will be. */
-export function migrationsProbe(dataSource: DataSource): ReadinessProbe {
-  let applied = false;
+export function migrationsProbe(schema: { isMigrated(options: { fresh: boolean }): Promise<boolean> }): ReadinessProbe {
   return {
     name: 'migrations',
     check: async () => {
-      if (applied) return 'ok';
       // Reads the migrations table only; never creates it, never runs anything.
-      const pending = await new MigrationExecutor(dataSource).getPendingMigrations();
-      if (pending.length > 0) throw new ProbeFailure('pending');
-      applied = true;
+      if (!(await schema.isMigrated({ fresh: true }))) throw new ProbeFailure('pending');
       return 'ok';
     },
   };
