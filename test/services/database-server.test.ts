@@ -186,3 +186,39 @@ describe('a server whose SQL mode is not strict and has NO_BACKSLASH_ESCAPES', (
     expect((await migrate(database.url)).code).toBe(0);
   });
 });
+
+describe('the service started with MIGRATE_ON_START=false on an empty database (as the chart\'s replicas start)', () => {
+  it('starts, answers 503 `unavailable` where the database is needed, and serves once `platform migrate` has run, without a restart', async () => {
+    const database = await newDatabase(SHARED, ' CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci');
+    const service = new LoggedService({
+      DATABASE_URL: database.url,
+      MIGRATE_ON_START: 'false',
+      SIGNING_KEYS_SECRET: 'c2lnbmluZy1rZXlzLXNlY3JldC1mb3ItdW5taWdyYXRlZC10ZXN0cw',
+    });
+    cleanUp.push(() => service.stop());
+    const port = await service.port();
+    const discovery = () => fetch(`http://127.0.0.1:${port}/.well-known/platform.json`, { headers: { Host: 'localhost' } });
+    const before = await discovery();
+    expect(before.status).toBe(503);
+    expect(before.headers.get('retry-after')).toBe('5');
+    expect(await before.json()).toEqual({ error: 'unavailable', message: 'the service is being upgraded (its database migrations have not run yet); try again shortly' });
+    expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(503);
+    // Nothing was written: not even the migrations table.
+    expect(await tablesOf(SHARED, database.name)).toEqual([]);
+
+    expect((await migrate(database.url)).code).toBe(0);
+    // The service reads the migrations table again at most once a second.
+    const deadline = Date.now() + 10_000;
+    let after = await discovery();
+    while (after.status === 503 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      after = await discovery();
+    }
+    // Served: no organisation at localhost (the first-start organisation waits for a start on a migrated schema).
+    expect(after.status).toBe(404);
+    expect(((await after.json()) as { error: string }).error).toBe('unknown_tenant');
+    expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+    expect(service.lines.filter((line) => (line.msg as string | undefined)?.startsWith('unexpected'))).toEqual([]);
+    expect(service.stderr).toBe('');
+  });
+});
