@@ -79,6 +79,8 @@ import { MemoryRelayRouting } from '../adapters/state/memory-relay-routing.js';
 import { Metrics } from './metrics.js';
 import { corsEdge } from './http/cors.js';
 import { RedisRelayRouting } from '../adapters/state/redis-relay-routing.js';
+import { SWEEP_KINDS } from './sweeper/kinds.js';
+import { Sweeper } from './sweeper/sweeper.js';
 
 export interface AppDependencies {
   config: Config;
@@ -119,6 +121,8 @@ export interface Platform {
   cacheSizes(): Record<string, number>;
   /** Drops the caches of verified credentials when something may have ended (src/auth/revocations.ts). */
   revocations: AuthRevocations;
+  /** Deletes what is past its use (src/sweeper); the service process schedules it, `stop` ends it. */
+  sweeper: Sweeper;
 }
 
 /** The composition root: every part of the service is made and wired here, and only here. */
@@ -181,7 +185,9 @@ export function buildApp(deps: AppDependencies): Platform {
     // policyLatestNumbers, policyAnswers, policyLayers
     ...policies.cacheSizes(),
   });
-  const metrics = new Metrics({ dataSource, redis: deps.redis, relayConnections: () => relay.size, cacheSizes });
+  const metrics = new Metrics({ dataSource, redis: deps.redis, relayConnections: () => relay.size, cacheSizes, sweepKinds: SWEEP_KINDS.map((kind) => kind.name) });
+  // Scheduled by the service process (src/lifecycle.ts), run at once by `platform sweep` and tests.
+  const sweeper = new Sweeper(dataSource, clock, logger, { ...config.sweeper, retention: config.retention }, metrics.sweeper);
 
   // Cloud sign-in: identity providers, mail, sessions.
   const mailer: Mailer = config.mail.smtpUrl ? new SmtpMailer(config.mail.smtpUrl, config.mail.from) : new OutboxMailer(config.mail.outboxDir, config.mail.from, clock);
@@ -245,7 +251,7 @@ export function buildApp(deps: AppDependencies): Platform {
   ];
 
   const registry = new RouteRegistry();
-  registry.add(...healthRoutes(probes), ...discoveryRoutes(config), ...organisationRoutes());
+  registry.add(...healthRoutes(probes, { checked: (usable) => metrics.readinessChecked(usable) }), ...discoveryRoutes(config), ...organisationRoutes());
   registry.add(...projectRoutes(projects, logger));
   registry.add(...policyRoutes(policies, config.policy));
   registry.add(...ingestRoutes(new IngestService(dataSource, clock, policies, (received, stored) => metrics.ingested(received, stored)), new IngestReader(dataSource, { maxDepth: config.json.maxDepth, maxKeys: config.ingest.maxJsonKeys, maxStringLength: config.ingest.maxStringLength }), config.ingest));
@@ -392,10 +398,12 @@ export function buildApp(deps: AppDependencies): Platform {
       await revocations.start();
     },
     stop: async () => {
+      await sweeper.stop();
       await revocations.stop();
       await relay.stop();
     },
     cacheSizes,
     revocations,
+    sweeper,
   };
 }

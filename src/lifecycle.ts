@@ -230,6 +230,7 @@ export class ServiceProcess {
     }
     await platform.start();
     if (this.draining) return;
+    if (config.sweeper.enabled) platform.sweeper.schedule();
 
     const server = createServer(appClasses(platform.app), (req, res) => this.handle(req, res));
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {

@@ -7,7 +7,9 @@ import { ConfigError } from '../config.js';
 import { ApiError } from '../http/errors.js';
 import { ORGANISATION_KINDS, ORGANISATION_PLANS, type OrganisationKind, type OrganisationPlan } from '../modules/organisation/entities.js';
 import { registerDeviceCommands, registerJoinKeyCommands, registerPeopleCommands, registerPolicyCommands, registerProjectAdminCommands } from './admin-commands.js';
-import { CliContext, CliError, EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, exitCodeOfStatus, usageError, type CliDependencies } from './context.js';
+import { CliContext, CliError, EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, exitCodeOfStatus, refusedError, usageError, type CliDependencies } from './context.js';
+import { keptFor } from '../sweeper/kinds.js';
+import { Sweeper } from '../sweeper/sweeper.js';
 import { roleClaimWarning } from './people.js';
 import { registerDiscoverCommand } from './discover.js';
 import {
@@ -218,6 +220,37 @@ function registerMigrateCommand(program: Command, context: CliContext): void {
     });
 }
 
+function registerSweepCommand(program: Command, context: CliContext): void {
+  program
+    .command('sweep')
+    .description('delete what is past its use now (as the service does every SWEEPER_INTERVAL_SECONDS), or with --dry-run say what would go')
+    .option('--dry-run', 'count what a sweep would delete, by kind; delete nothing')
+    .option('--json', 'print JSON')
+    .action(async (options: { dryRun?: boolean; json?: boolean }) => {
+      const dataSource = await context.database();
+      const { config, clock, logger } = context;
+      const sweeper = new Sweeper(dataSource, clock, logger, { ...config.sweeper, retention: config.retention });
+      if (options.dryRun) {
+        const counts = await sweeper.count();
+        const total = counts.reduce((sum, count) => sum + (count.rows ?? 0), 0);
+        if (options.json) {
+          return context.printJson({ dryRun: true, total, kinds: counts.map(({ kind, rows }) => ({ kind: kind.name, table: kind.table, rows: rows ?? null, kept: keptFor(kind, config.retention) })) });
+        }
+        context.print(`A sweep now would delete ${total} row${total === 1 ? '' : 's'} (nothing was deleted: --dry-run):`);
+        const rows = counts.map(({ kind, rows: found }) => [kind.name, kind.table, found === undefined ? '-' : String(found), keptFor(kind, config.retention)]);
+        for (const line of table(['KIND', 'TABLE', 'ROWS', 'KEPT AFTER ITS END'], rows)) context.print(line);
+        return;
+      }
+      const result = await sweeper.sweep({ force: true });
+      if (result.outcome === 'skipped') throw refusedError(`nothing was deleted: ${result.reason ?? 'skipped'}; try again in a moment`);
+      const total = Object.values(result.deleted).reduce((sum, rows) => sum + rows, 0);
+      if (options.json) return context.printJson({ dryRun: false, total, deleted: result.deleted });
+      context.print(`Deleted ${total} row${total === 1 ? '' : 's'}.`);
+      const rows = Object.entries(result.deleted).filter(([, count]) => count > 0).map(([kind, count]) => [kind, String(count)]);
+      if (rows.length) for (const line of table(['KIND', 'ROWS'], rows)) context.print(line);
+    });
+}
+
 export function buildProgram(context: CliContext, deps: Pick<CliDependencies, 'stdout' | 'stderr'>): Command {
   const program = new Command('platform')
     .description('Administer a Platform API deployment. Settings come from the environment (DATABASE_URL, PLATFORM_DEPLOYMENT, …) as for the service.')
@@ -237,6 +270,7 @@ export function buildProgram(context: CliContext, deps: Pick<CliDependencies, 's
   registerJoinKeyCommands(program, context);
   registerPolicyCommands(program, context);
   registerMigrateCommand(program, context);
+  registerSweepCommand(program, context);
   registerDiscoverCommand(program, { write: (text) => deps.stdout(text) });
   return program;
 }

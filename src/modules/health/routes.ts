@@ -110,7 +110,12 @@ function listed(names: string[]): string {
   return names.length === 1 ? names[0]! : `${names.slice(0, -1).join(', ')} and ${names.at(-1)!}`;
 }
 
-export function healthRoutes(probes: readonly ReadinessProbe[], timeoutMs = 2_000): RouteDefinition[] {
+/**
+ * `checked`: told what every readiness probe found (metrics: `platform_readiness_check`), so that
+ * alerts see what the orchestrator sees.
+ */
+export function healthRoutes(probes: readonly ReadinessProbe[], options: { timeoutMs?: number; checked?: (usable: Record<string, boolean>) => void } = {}): RouteDefinition[] {
+  const timeoutMs = options.timeoutMs ?? 2_000;
   return [
     defineRoute({
       method: 'get',
@@ -157,6 +162,7 @@ export function healthRoutes(probes: readonly ReadinessProbe[], timeoutMs = 2_00
           checks[probe.name] = result.reason instanceof ProbeFailure ? result.reason.state : 'unreachable';
           failed.push(probe.name);
         });
+        options.checked?.(Object.fromEntries(probes.map((probe) => [probe.name, !failed.includes(probe.name)])));
         if (failed.length > 0) throw notReady(`not ready: ${listed(failed)} ${failed.length === 1 ? 'is' : 'are'} not usable`, { checks });
         return { status: 200, body: { status: 'ready', checks }, headers: { 'Cache-Control': 'no-store' } };
       },
