@@ -65,6 +65,7 @@ import { formatRelayTable, runRelayBench, type RelayResult } from './relay.js';
 import { startProvider, type BenchProvider } from './oidc-provider.js';
 import { BARE_CLASSES, BEARER_POLICY, DPOP_POLICY, PEER_JWT_BEARER, PEER_JWT_DPOP, PEER_OPAQUE, scenarios as allScenarios, type Fixtures, type Scenario, type TargetName } from './scenarios.js';
 import { runSoak, runWorkerComparison } from './soak.js';
+import { runSweepBench } from './sweep.js';
 import { freePort, killAllChildren, send, startChild, type ChildServer } from './servers.js';
 import { formatSvgTable, measureSvgPipeline, type SvgBenchResult } from './svg.js';
 
@@ -312,8 +313,11 @@ async function main(): Promise<number> {
   const soakPart = matches('soak');
   // One worker beside two (WEB_CONCURRENCY, soak.ts): `--only workers`.
   const workersPart = matches('workers');
+  // A million expired rows swept under policy reads (sweep.ts): `--only sweep`; BENCH_SWEEP_ROWS (1 000 000).
+  const sweepPart = matches('sweep');
+  const sweepRows = Number(process.env.BENCH_SWEEP_ROWS ?? 1_000_000);
   const soakSeconds = Number(process.env.BENCH_SOAK_SECONDS ?? (process.argv.some((arg) => arg.startsWith('--duration')) || process.env.BENCH_DURATION ? options.durationSeconds : 60));
-  if (chosenNames.size === 0 && ingestParts.length === 0 && !anyRelay && !relayParts.ceiling && !svgPart && !soakPart && !workersPart) throw new Error(`--only "${options.only}" matches no scenario, no ingest part, no relay part and not the SVG part`);
+  if (chosenNames.size === 0 && ingestParts.length === 0 && !anyRelay && !relayParts.ceiling && !svgPart && !soakPart && !workersPart && !sweepPart) throw new Error(`--only "${options.only}" matches no scenario, no ingest part, no relay part and not the SVG part`);
   // The peers answer the platform's own policy document: the platform runs whenever they do.
   const sqliteNeeded = ['platform', 'peer-jwt', 'peer-opaque'].some((target) => targetsChosen.has(target as TargetName)) || ingestParts.some((part) => part.database === 'sqlite');
 
@@ -408,7 +412,7 @@ async function main(): Promise<number> {
   log('');
 
   const phase = options.warmupSeconds + options.durationSeconds;
-  armWatchdog(options.runs * list.length * (phase + 15) + ingestParts.length * (2 * options.runs * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + (soakPart ? soakSeconds + 240 : 0) + (workersPart ? 4 * phase + 120 : 0) + 60);
+  armWatchdog(options.runs * list.length * (phase + 15) + ingestParts.length * (2 * options.runs * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + (soakPart ? soakSeconds + 240 : 0) + (workersPart ? 4 * phase + 120 : 0) + (sweepPart ? sweepRows / 2_000 + 3 * phase + 300 : 0) + 60);
   const outcomes: Outcome[] = list.map((scenario) => ({ scenario, runs: [] }));
   const notes: string[] = [];
   let baselineRate: number | undefined;
@@ -626,6 +630,21 @@ async function main(): Promise<number> {
     ? await runWorkerComparison({ script: here('./platform-server.js'), host: HOST, oidc, redis: options.redis, workDir, warmupSeconds: options.warmupSeconds, durationSeconds: options.durationSeconds, connections: options.connections, log })
     : undefined;
 
+  const sweep = sweepPart
+    ? await runSweepBench({
+        script: here('./platform-server.js'),
+        cli: here('../../src/cli/main.js'),
+        host: HOST,
+        oidc,
+        mariadb: options.mariadb,
+        rows: sweepRows,
+        warmupSeconds: options.warmupSeconds,
+        durationSeconds: options.durationSeconds,
+        connections: Number(process.env.BENCH_SWEEP_CONNECTIONS ?? 10),
+        log,
+      })
+    : undefined;
+
   if (options.json) {
     writeFileSync(
       options.json,
@@ -651,6 +670,7 @@ async function main(): Promise<number> {
           notes,
           relay: relayResults.map(({ servers: _servers, ...result }) => result),
           svg,
+          sweep,
           ingest: ingestParts.map((part) => {
             const ceiling = part.paths.find((path) => path.name.includes('ceiling') && !path.problem)?.measurement?.itemsPerSecond;
             return {
@@ -681,7 +701,9 @@ async function main(): Promise<number> {
   if (svg?.problem) process.stderr.write(`bench: FAILED svg pictures: ${svg.problem}\n`);
   if (workers && !workers.ok) process.stderr.write(`bench: FAILED workers: ${workers.runs.map((run) => run.problem).filter(Boolean).join('; ')}\n`);
   if (soak && !soak.ok) process.stderr.write(`bench: FAILED soak: ${soak.errors} errors, live heap growth ${soak.memory.map((m) => (m.liveGrowth === undefined ? 'unknown' : `${(m.liveGrowth * 100).toFixed(1)}%`)).join(', ')}\n`);
-  const anyFailed = failed.length > 0 || failedIngest.length > 0 || failedRelay.length > 0 || svg?.problem !== undefined || (soak !== undefined && !soak.ok) || (workers !== undefined && !workers.ok);
+  if (sweep && !sweep.ok) process.stderr.write(`bench: ${'skipped' in sweep ? 'SKIPPED' : 'FAILED'} sweep: ${sweep.problem}\n`);
+  const anyFailed =
+    failed.length > 0 || failedIngest.length > 0 || failedRelay.length > 0 || svg?.problem !== undefined || (soak !== undefined && !soak.ok) || (workers !== undefined && !workers.ok) || (sweep !== undefined && !sweep.ok && !('skipped' in sweep));
   for (const server of Object.values(servers)) {
     if (anyFailed && server.stderr().trim()) process.stderr.write(`--- ${server.name} stderr ---\n${server.stderr()}\n`);
   }
