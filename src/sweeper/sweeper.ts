@@ -161,7 +161,14 @@ export class Sweeper {
   }
 
   private async locked(force: boolean): Promise<SweepResult> {
-    if (!this.mysql) return this.underLock(this.dataSource.createQueryRunner(), force);
+    if (!this.mysql) {
+      const runner = this.dataSource.createQueryRunner();
+      try {
+        return await this.underLock(runner, force);
+      } finally {
+        await runner.release();
+      }
+    }
     const runner = this.dataSource.createQueryRunner();
     try {
       await runner.connect();
@@ -218,18 +225,28 @@ export class Sweeper {
     const { sql, params } = this.bind(kind.where, cutoff);
     const select = `SELECT ${kind.key} AS k FROM ${kind.table} WHERE ${sql} LIMIT ${this.settings.batchSize}`;
     let total = 0;
-    for (;;) {
-      const keys = ((await runner.query(select, params)) as { k: unknown }[]).map((row) => row.k);
-      if (!keys.length) break;
+    const batch = async (runOn: QueryRunner) => {
+      const keys = ((await runOn.query(select, params)) as { k: unknown }[]).map((row) => row.k);
+      if (!keys.length) return { found: 0, affected: 0 };
       // By key, and only what still matches: a row that changed since it was read stays.
       const inKeys = `${kind.key} IN (${keys.map(() => '?').join(', ')})`;
       const statement = kind.clear
         ? `UPDATE ${kind.table} SET ${kind.clear} WHERE ${inKeys} AND (${sql})`
         : `DELETE FROM ${kind.table} WHERE ${inKeys} AND (${sql})`;
-      const affected = ((await runner.query(statement, [...keys, ...params], true)) as { affected?: number }).affected ?? 0;
+      const affected = (await runOn.query(statement, [...keys, ...params], true)).affected ?? 0;
+      return { found: keys.length, affected };
+    };
+    for (;;) {
+      // MySQL: two statements on the sweep's own connection, each its own transaction. SQLite has
+      // one connection, on which transactions take turns (src/db/data-source.ts): a batch is one of
+      // them, so that it never runs inside a request's open transaction.
+      const { found, affected } = this.mysql
+        ? await batch(runner)
+        : await this.dataSource.manager.transaction((manager) => batch(manager.queryRunner!));
+      if (!found) break;
       total += affected;
       this.observer.deleted(kind.name, affected);
-      if (keys.length < this.settings.batchSize || this.stopping) break;
+      if (found < this.settings.batchSize || this.stopping) break;
       if (this.settings.batchPauseMs > 0) await sleep(this.settings.batchPauseMs);
     }
     return total;

@@ -32,6 +32,10 @@
  * achieved rate, errors (must be 0), p50/p99, resident memory and V8 heap of each replica, its
  * cache entries, and its live heap after a full collection (growth after warm-up at most 10%).
  *
+ * The sweep (`--only sweep`, sweep.ts): a million expired device tokens on a fresh MariaDB database
+ * (BENCH_SWEEP_ROWS), deleted by `platform sweep` while GET /policy/v1 is loaded; p99 during the
+ * sweep against p99 idle (target: at most 2×).
+ *
  * Exits non-zero when any scenario saw a non-2xx answer or a connection error, or an ingest path
  * failed or left a row count different from what it sent, so a broken path never passes for a
  * fast one. An unreachable MariaDB skips the MariaDB part (said so on stdout and stderr) and is

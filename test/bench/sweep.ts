@@ -47,6 +47,21 @@ export interface SweepBenchResult {
   ratio: number;
   /** The part of the measurement window the sweep was running. */
   covered: number;
+  /** InnoDB's history list length (undo records its purge threads have yet to remove), when the sweep ended and after the second idle run. */
+  historyAfterSweep: number | undefined;
+  historyAfterIdle: number | undefined;
+}
+
+async function historyLength(url: string): Promise<number | undefined> {
+  const connection = await mysql.createConnection({ uri: url });
+  try {
+    const [rows] = (await connection.query("SELECT `count` AS n FROM information_schema.INNODB_METRICS WHERE name = 'trx_rseg_history_len'")) as unknown as [{ n: number }[]];
+    return rows[0] === undefined ? undefined : Number(rows[0].n);
+  } catch {
+    return undefined;
+  } finally {
+    await connection.end();
+  }
 }
 
 const TARGET_RATIO = 2;
@@ -142,7 +157,11 @@ export async function runSweepBench(options: SweepBenchOptions): Promise<SweepBe
     })();
     const deleted = answer?.deleted.device_tokens ?? 0;
     log(`sweep: platform sweep exited ${code} after ${sweepSeconds.toFixed(1)} s, deleted ${deleted} device tokens (${(deleted / sweepSeconds).toFixed(0)} rows/s)`);
+    // InnoDB removes deleted rows for good afterwards, in its purge threads: how much is left to purge.
+    const historyAfterSweep = await historyLength(database.url);
     const after = await measure('idle again');
+    const historyAfterIdle = await historyLength(database.url);
+    log(`sweep: InnoDB history list length (undo left to purge): ${historyAfterSweep} when the sweep ended, ${historyAfterIdle} after the second idle run`);
 
     const check = await mysql.createConnection({ uri: database.url });
     let left: number;
@@ -162,7 +181,7 @@ export async function runSweepBench(options: SweepBenchOptions): Promise<SweepBe
       ...[idle, during, after].map(problemWith),
     ].filter((problem): problem is string => problem !== undefined);
     log(`sweep: p99 during / idle = ${ratio.toFixed(2)} (target ≤ ${TARGET_RATIO}) ${problems.length ? 'FAILED' : 'met'}`);
-    return { ok: problems.length === 0, ...(problems.length ? { problem: problems.join('; ') } : {}), rows: options.rows, seedSeconds, sweepSeconds, deleted, idle, during, after, ratio, covered };
+    return { ok: problems.length === 0, ...(problems.length ? { problem: problems.join('; ') } : {}), rows: options.rows, seedSeconds, sweepSeconds, deleted, idle, during, after, ratio, covered, historyAfterSweep, historyAfterIdle };
   } finally {
     await child?.stop();
     await database.drop();

@@ -92,6 +92,11 @@ for (const deployment of ['self-hosted', 'cloud'] as const) {
       expect(JSON.stringify(refusal)).not.toMatch(/"stack"|\\n\s+at /);
     });
 
+    it('lets the sweeper skip its turn quietly: there is nothing to sweep yet', async () => {
+      expect(await platform.sweeper.sweep({ force: true })).toMatchObject({ outcome: 'skipped', reason: 'migrations pending' });
+      expect(platform.logs.filter((line) => line.msg === 'sweep failed')).toEqual([]);
+    });
+
     it('serves once the migrations have run, without a restart (at most a second later)', async () => {
       await platform.dataSource.runMigrations({ transaction: 'each' });
       platform.clock.advance(1_000);
@@ -99,6 +104,7 @@ for (const deployment of ['self-hosted', 'cloud'] as const) {
       expect(discovery.status).toBe(deployment === 'cloud' ? 200 : 404);
       if (deployment === 'self-hosted') expect(discovery.body.error).toBe('unknown_tenant');
       expect((await call(platform, 'get', '/readyz')).status).toBe(200);
+      expect((await platform.sweeper.sweep({ force: true })).outcome).toBe('swept');
       const jwks = await call(platform, 'get', '/.well-known/jwks.json');
       expect(jwks.status).toBe(200);
       expect(jwks.body.keys.length).toBeGreaterThan(0);
