@@ -8,9 +8,9 @@
  *
  * The graces keep what a rule still reads: a used refresh token until it expires (a replay before
  * then ends everything it belongs to, RFC 9700 4.14.2), and a day more; a used one-time code, a
- * redeemed device code and a spent emailed code a day after they expire (a second use is still
- * recognised as one and ends what the first started; the emailed codes' hourly budget counts an
- * hour of them); what an administrator sees in a list (join keys, invitations) 30 days after it
+ * redeemed device code a day after they expire (a second use is still recognised as one and ends
+ * what the first started); an emailed code two days after (the budgets per address count a day of
+ * them); what an administrator sees in a list (join keys, invitations) 30 days after it
  * expired. Ingest and cloud agent run history is kept forever unless a retention setting says
  * otherwise (RETENTION_*_DAYS).
  *
@@ -105,8 +105,9 @@ export const SWEEP_KINDS: readonly SweepKind[] = [
     table: 'email_codes',
     key: 'id',
     where: 'expires_at < :cutoff',
-    keep: { graceMs: DAY_MS },
-    what: 'emailed six-digit codes a day after they expired (the hourly budget per address counts the last hour of them)',
+    // The budgets per address count the codes asked in the last hour (and day): kept well past that.
+    keep: { graceMs: 2 * DAY_MS },
+    what: 'emailed six-digit codes two days after they expired (the budgets per address count the codes of the last hour and day)',
   },
   {
     name: 'link_tickets',
