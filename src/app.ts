@@ -3,7 +3,7 @@ import express, { type Express, type RequestHandler } from 'express';
 import helmet from 'helmet';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { DataSource } from 'typeorm';
+import { MigrationExecutor, type DataSource } from 'typeorm';
 import { OrganisationOidcVerifier } from '../adapters/identity/organisation-oidc.js';
 import { OrganisationLogin } from '../adapters/identity/organisation-login.js';
 import { authentication } from './auth/middleware.js';
@@ -25,6 +25,8 @@ import { OrganisationSignIn } from './modules/devices/page-sign-in.js';
 import type { TokenResolver } from './auth/resolver.js';
 import type { Config } from './config.js';
 import { errorHandler, hoistedHeaders, inSequence, notFoundHandler, requestEdge } from './http/edge.js';
+import { schemaNotMigrated } from './http/errors.js';
+import { SchemaState } from './db/schema-state.js';
 import { buildOpenApi } from './http/openapi.js';
 import { originEdge, serviceOrigin } from './http/origin.js';
 import { defineRoute, RouteRegistry, type DeploymentProfile } from './http/route.js';
@@ -78,6 +80,8 @@ import { MemoryRelayRouting } from '../adapters/state/memory-relay-routing.js';
 import { Metrics } from './metrics.js';
 import { corsEdge } from './http/cors.js';
 import { RedisRelayRouting } from '../adapters/state/redis-relay-routing.js';
+import { SWEEP_KINDS } from './sweeper/kinds.js';
+import { Sweeper } from './sweeper/sweeper.js';
 
 export interface AppDependencies {
   config: Config;
@@ -120,6 +124,8 @@ export interface Platform {
   cacheSizes(): Record<string, number>;
   /** Drops the caches of verified credentials when something may have ended (src/auth/revocations.ts). */
   revocations: AuthRevocations;
+  /** Deletes what is past its use (src/sweeper); the service process schedules it, `stop` ends it. */
+  sweeper: Sweeper;
 }
 
 /** The composition root: every part of the service is made and wired here, and only here. */
@@ -182,7 +188,9 @@ export function buildApp(deps: AppDependencies): Platform {
     // policyLatestNumbers, policyAnswers, policyLayers
     ...policies.cacheSizes(),
   });
-  const metrics = new Metrics({ dataSource, redis: deps.redis, relayConnections: () => relay.size, cacheSizes });
+  const metrics = new Metrics({ dataSource, redis: deps.redis, relayConnections: () => relay.size, cacheSizes, sweepKinds: SWEEP_KINDS.map((kind) => kind.name) });
+  // Scheduled by the service process (src/lifecycle.ts), run at once by `platform sweep` and tests.
+  const sweeper = new Sweeper(dataSource, clock, logger, { ...config.sweeper, retention: config.retention }, metrics.sweeper);
 
   // Cloud sign-in: identity providers, mail, sessions.
   const mailer: Mailer = countingMailer(
@@ -219,9 +227,19 @@ export function buildApp(deps: AppDependencies): Platform {
 
   const redis = deps.redis;
   const redisRateLimits = redis ? new RedisRateLimitStores(redis) : undefined;
+  // MIGRATE_ON_START=false: until `platform migrate` has run, every route that reads the database
+  // answers 503 `unavailable` (src/db/schema-state.ts), and readiness says `migrations: pending`.
+  const schema = new SchemaState(dataSource, clock);
+  const schemaGate: RequestHandler = (_req, _res, next) => {
+    if (schema.ready) return next();
+    schema.isMigrated().then(
+      (migrated) => next(migrated ? undefined : schemaNotMigrated()),
+      (error: unknown) => next(error),
+    );
+  };
   const probes: ReadinessProbe[] = [
     databaseProbe(dataSource),
-    migrationsProbe(dataSource),
+    migrationsProbe(schema),
     { name: 'redis', check: async () => (redis ? (await redis.ping(), 'ok') : 'not configured') },
     {
       name: 'rateLimits',
@@ -239,7 +257,7 @@ export function buildApp(deps: AppDependencies): Platform {
   ];
 
   const registry = new RouteRegistry();
-  registry.add(...healthRoutes(probes), ...discoveryRoutes(config), ...organisationRoutes());
+  registry.add(...healthRoutes(probes, { checked: (usable) => metrics.readinessChecked(usable) }), ...discoveryRoutes(config), ...organisationRoutes());
   registry.add(...projectRoutes(projects, logger));
   registry.add(...policyRoutes(policies, config.policy));
   registry.add(...ingestRoutes(new IngestService(dataSource, clock, policies, config.ingest.redactionBudgetMs, (received, stored) => metrics.ingested(received, stored)), new IngestReader(dataSource, { maxDepth: config.json.maxDepth, maxKeys: config.ingest.maxJsonKeys, maxStringLength: config.ingest.maxStringLength }), config.ingest));
@@ -349,6 +367,7 @@ export function buildApp(deps: AppDependencies): Platform {
       defaultJsonLimits: config.json,
       tenancy: tenancy(config.deployment, organisations),
       authenticate: authentication(resolvers, config.deployment, (kind, outcome) => metrics.tokenVerified(kind, outcome)),
+      schemaGate,
     },
     profile,
   );
@@ -380,15 +399,23 @@ export function buildApp(deps: AppDependencies): Platform {
     services: { organisations, verifier, dpop, deviceTokens, projects, policies, signIn, sessions, mailer, teams, cloudAgents, signingKeys, relay },
     upgrade: upgrades.handle,
     start: async () => {
-      await signingKeys.ready();
+      // On a schema still to be migrated the keys are made at their first use, once it is. (Read
+      // apart from `schema`, which keeps its answer for good once it is yes.)
+      const migrated = await new MigrationExecutor(dataSource)
+        .getPendingMigrations()
+        .then((pending) => pending.length === 0)
+        .catch(() => false);
+      if (migrated) await signingKeys.ready();
       await relay.start();
       await revocations.start();
     },
     stop: async () => {
+      await sweeper.stop();
       await revocations.stop();
       await relay.stop();
     },
     cacheSizes,
     revocations,
+    sweeper,
   };
 }

@@ -4,6 +4,8 @@
  * The README documents each variable (keep the table there in step with this file).
  */
 
+import type { RetentionDays, RetentionSetting } from './sweeper/kinds.js';
+
 export type Deployment = 'self-hosted' | 'cloud';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -126,6 +128,17 @@ export interface Config {
   cloud: CloudSignInConfig;
   teams: TeamsConfig;
   mail: MailConfig;
+  /** The sweeper (src/sweeper): what is past its use goes, every few minutes, one replica at a time. */
+  sweeper: {
+    enabled: boolean;
+    intervalSeconds: number;
+    /** Rows per batch (one statement; the rows it locks). */
+    batchSize: number;
+    /** Wait between two batches, milliseconds. */
+    batchPauseMs: number;
+  };
+  /** Days each kind of history is kept (RETENTION_*_DAYS); a kind not set is kept forever. */
+  retention: RetentionDays;
 }
 
 /** What one HTTP server process holds for its clients. */
@@ -257,6 +270,17 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   const parsed = Number(value);
   if (parsed < min || parsed > max) throw new ConfigError(name, `must be between ${min} and ${max} (got ${parsed})`);
   return parsed;
+}
+
+/** Days of history to keep (1 to 36500); unset: kept forever. */
+function retentionDays(env: Env): RetentionDays {
+  const names: RetentionSetting[] = ['RETENTION_INGEST_EVENTS_DAYS', 'RETENTION_INGEST_USAGE_DAYS', 'RETENTION_INGEST_AUDIT_DAYS', 'RETENTION_INGEST_TASKS_DAYS', 'RETENTION_RUN_EVENTS_DAYS'];
+  const retention: RetentionDays = {};
+  for (const name of names) {
+    if (read(env, name) === undefined) continue;
+    retention[name] = integer(env, name, 0, 1, 36_500);
+  }
+  return retention;
 }
 
 function boolean(env: Env, name: string, fallback: boolean): boolean {
@@ -656,6 +680,13 @@ export function loadConfig(env: Env = process.env): Config {
       from: mailFrom(env, baseUrl),
       outboxDir: read(env, 'MAIL_OUTBOX_DIR') ?? './data/outbox',
     },
+    sweeper: {
+      enabled: boolean(env, 'SWEEPER_ENABLED', true),
+      intervalSeconds: integer(env, 'SWEEPER_INTERVAL_SECONDS', 300, 10, 86_400),
+      batchSize: integer(env, 'SWEEPER_BATCH_SIZE', 1000, 10, 10_000),
+      batchPauseMs: integer(env, 'SWEEPER_BATCH_PAUSE_MS', 20, 0, 10_000),
+    },
+    retention: retentionDays(env),
   };
 }
 
@@ -770,4 +801,13 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'SMTP_URL', secret: true, default: undefined },
   { name: 'MAIL_FROM', secret: false, default: undefined },
   { name: 'MAIL_OUTBOX_DIR', secret: false, default: './data/outbox' },
+  { name: 'SWEEPER_ENABLED', secret: false, default: 'true' },
+  { name: 'SWEEPER_INTERVAL_SECONDS', secret: false, default: '300' },
+  { name: 'SWEEPER_BATCH_SIZE', secret: false, default: '1000' },
+  { name: 'SWEEPER_BATCH_PAUSE_MS', secret: false, default: '20' },
+  { name: 'RETENTION_INGEST_EVENTS_DAYS', secret: false, default: undefined },
+  { name: 'RETENTION_INGEST_USAGE_DAYS', secret: false, default: undefined },
+  { name: 'RETENTION_INGEST_AUDIT_DAYS', secret: false, default: undefined },
+  { name: 'RETENTION_INGEST_TASKS_DAYS', secret: false, default: undefined },
+  { name: 'RETENTION_RUN_EVENTS_DAYS', secret: false, default: undefined },
 ];

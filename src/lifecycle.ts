@@ -7,13 +7,14 @@ import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { DataSource } from 'typeorm';
+import { MigrationExecutor, type DataSource } from 'typeorm';
 import { connectRedis, logConnectionAttempts } from '../adapters/state/redis.js';
 import { buildApp, type Platform } from './app.js';
 import { bootstrapLocalhost } from './bootstrap.js';
 import { ConfigError, loadConfig, type Config, type ServerLimits } from './config.js';
 import { createDataSource } from './db/data-source.js';
 import { reasonOf } from './db/errors.js';
+import { databaseRefusal } from './db/server-check.js';
 import { createLogger } from './logger.js';
 import { systemClock } from './util/clock.js';
 
@@ -116,31 +117,45 @@ async function checkHost(host: string, port: number): Promise<void> {
 }
 
 /**
- * The database, opened (and migrated when `migrate`). While it cannot be reached the service does
- * not start: it writes one JSON line per attempt (no stack trace) and tries again with a growing
- * wait, rather than dying and leaving the orchestrator to restart it. A migration that fails on a
- * reachable database is a broken release, not an outage: that stops the process.
+ * The database, opened, checked and migrated (when MIGRATE_ON_START). While it cannot be reached
+ * the service does not start: it writes one JSON line per attempt (no stack trace) and tries
+ * again with a growing wait, rather than dying and leaving the orchestrator to restart it. A
+ * MySQL or MariaDB server or database the service cannot work with (its version, the database's
+ * default character set, the SQL mode: src/db/server-check.ts) is said in one line with what to
+ * run, before any migration: a StartError (exit 2). A migration that fails on a reachable
+ * database is a broken release, not an outage: that stops the process.
  */
-async function openDatabase(config: Config, logger: Logger, stopped: () => boolean): Promise<DataSource | undefined> {
+async function openDatabase(config: Config, logger: Logger, stopped: () => boolean): Promise<{ dataSource: DataSource; pending: boolean } | undefined> {
   for (let attempt = 1; ; attempt += 1) {
     if (stopped()) return undefined;
     const dataSource = createDataSource(config.database);
+    let refusal: string | undefined;
     try {
       await dataSource.initialize();
+      refusal = await databaseRefusal(dataSource);
     } catch (error) {
+      if (dataSource.isInitialized) await dataSource.destroy().catch(() => undefined);
       const retryInMs = startBackoffMs(attempt);
       logger.warn({ dependency: 'database', attempt, retryInMs, ...reasonOf(error) }, 'database not reachable; trying again');
       await sleep(retryInMs);
       continue;
     }
+    if (refusal) {
+      await dataSource.destroy().catch(() => undefined);
+      throw new StartError(refusal, { dependency: 'database' });
+    }
     if (attempt > 1) logger.info({ dependency: 'database', attempts: attempt }, 'database reachable');
     if (config.migrateOnStart) {
       const applied = await dataSource.runMigrations({ transaction: 'each' });
       if (applied.length) logger.info({ migrations: applied.map((m) => m.name) }, 'migrations applied');
-    } else if (await dataSource.showMigrations()) {
-      logger.warn('pending migrations were not applied (MIGRATE_ON_START=false): /readyz answers 503 until `platform migrate` runs');
+      return { dataSource, pending: false };
     }
-    return dataSource;
+    // Reads the migrations table only: with MIGRATE_ON_START=false nothing is written, not even it.
+    const pending = (await new MigrationExecutor(dataSource).getPendingMigrations()).length > 0;
+    if (pending) {
+      logger.warn('pending migrations were not applied (MIGRATE_ON_START=false): /readyz answers 503, and every request that needs the database 503 `unavailable`, until `platform migrate` runs');
+    }
+    return { dataSource, pending };
   }
 }
 
@@ -223,8 +238,9 @@ export class ServiceProcess {
       logger.warn('REDIS_URL is set but SIGNING_KEYS_SECRET is not: relay assertions are signed with keys of this process only, which other replicas do not publish; set the same SIGNING_KEYS_SECRET on every replica');
     }
 
-    const dataSource = await openDatabase(config, logger, () => this.draining);
-    if (!dataSource) return;
+    const opened = await openDatabase(config, logger, () => this.draining);
+    if (!opened) return;
+    const { dataSource } = opened;
     this.dataSource = dataSource;
     if (this.draining) return;
     const platform = buildApp({ config, dataSource, clock: systemClock, logger, redis });
@@ -236,9 +252,16 @@ export class ServiceProcess {
         logger.warn('no redirect URI is registered (AUTH_CONSOLE_REDIRECT_URIS, AUTH_MOBILE_REDIRECT_URIS): only the device approval page can sign people in');
       }
     }
-    await bootstrapLocalhost(config, platform.services.organisations, (line) => process.stdout.write(`${line}\n`));
+    // The first-start organisation needs the tables: on a schema still to be migrated it waits for
+    // the next start.
+    if (opened.pending) {
+      if (config.deployment === 'self-hosted' && config.bootstrapLocalhost) logger.info('the first-start organisation at localhost is made at a start after `platform migrate`');
+    } else {
+      await bootstrapLocalhost(config, platform.services.organisations, (line) => process.stdout.write(`${line}\n`));
+    }
     await platform.start();
     if (this.draining) return;
+    if (config.sweeper.enabled) platform.sweeper.schedule();
 
     const server = createServer({ ...appClasses(platform.app), ...serverOptions(config.server) }, (req, res) => this.handle(req, res));
     applyServerLimits(server, config.server);
@@ -400,10 +423,18 @@ async function runPrimary(config: Config, logger: Logger): Promise<void> {
     logger.fatal(error.fields, error.message);
     process.exit(EXIT_CANNOT_START);
   }
-  const dataSource = await openDatabase(config, logger, () => stopping);
-  if (!dataSource) return finish();
+  let opened: Awaited<ReturnType<typeof openDatabase>>;
   try {
-    if (config.deployment === 'self-hosted' && config.bootstrapLocalhost) {
+    opened = await openDatabase(config, logger, () => stopping);
+  } catch (error) {
+    if (!(error instanceof StartError)) throw error;
+    logger.fatal(error.fields, error.message);
+    process.exit(EXIT_CANNOT_START);
+  }
+  if (!opened) return finish();
+  const { dataSource } = opened;
+  try {
+    if (config.deployment === 'self-hosted' && config.bootstrapLocalhost && !opened.pending) {
       const { OrganisationService } = await import('./modules/organisation/service.js');
       await bootstrapLocalhost(config, new OrganisationService(dataSource, systemClock), (line) => process.stdout.write(`${line}\n`));
     }

@@ -59,6 +59,8 @@ export interface MetricsSources {
   relayConnections: () => number;
   /** Entries held now by each bounded in-process cache, by name (their bounds are in config). */
   cacheSizes?: () => Record<string, number>;
+  /** The sweeper's kinds (`platform_sweeper_rows_deleted_total{kind}` starts at 0 for each). */
+  sweepKinds?: readonly string[];
 }
 
 export class Metrics {
@@ -68,6 +70,11 @@ export class Metrics {
   private readonly verifications: Counter<'kind' | 'outcome'>;
   private readonly ingestItems: Counter<'kind' | 'outcome'>;
   private readonly mails: Counter<'kind'>;
+  private readonly sweptRows: Counter<'kind'>;
+  private readonly sweeps: Counter<'outcome'>;
+  private readonly sweepDuration: Gauge;
+  private readonly sweptAt: Gauge;
+  private readonly readiness: Gauge<'check'>;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -104,6 +111,37 @@ export class Metrics {
     });
     // Every kind from the start at 0: an alert on its rate sees the first mail.
     for (const kind of MAIL_KINDS) this.mails.inc({ kind }, 0);
+    this.sweptRows = new Counter({
+      name: 'platform_sweeper_rows_deleted_total',
+      help: 'Rows the sweeper of this replica deleted, by kind (README "What the sweeper deletes"); run_credentials counts credential hashes cleared.',
+      labelNames: ['kind'],
+      registers,
+    });
+    // Every kind is a series from the start (0), so a dashboard shows it before it first deletes.
+    for (const kind of sources.sweepKinds ?? []) this.sweptRows.inc({ kind }, 0);
+    this.sweeps = new Counter({
+      name: 'platform_sweeper_runs_total',
+      help: "The sweeper's turns on this replica, by outcome: swept; skipped (another replica held the lock, or swept less than an interval ago); failed (the database refused or was away: see the log).",
+      labelNames: ['outcome'],
+      registers,
+    });
+    for (const outcome of ['swept', 'skipped', 'failed']) this.sweeps.inc({ outcome }, 0);
+    this.sweepDuration = new Gauge({
+      name: 'platform_sweeper_last_run_duration_seconds',
+      help: 'How long the last turn of the sweeper on this replica took (a sweep, or a skip).',
+      registers,
+    });
+    this.sweptAt = new Gauge({
+      name: 'platform_sweeper_last_run_timestamp_seconds',
+      help: 'When the last sweep of any replica finished (Unix seconds), as this replica last read it from the database; 0 until it has read it.',
+      registers,
+    });
+    this.readiness = new Gauge({
+      name: 'platform_readiness_check',
+      help: 'What the last readiness probe (`/readyz`) of this replica found, by check (database, migrations, redis, rateLimits, replayCache, relay): 1 usable, 0 not.',
+      labelNames: ['check'],
+      registers,
+    });
     new Gauge({
       name: 'platform_relay_connections',
       help: 'Control channels (workbench WebSockets) held by this replica.',
@@ -179,6 +217,21 @@ export class Metrics {
     const labels = { method: KNOWN_METHODS.has(req.method) ? req.method : 'other', route: routeTemplate(req), status: String(res.statusCode) };
     this.requests.inc(labels);
     this.durations.observe(labels, seconds);
+  }
+
+  /** What the sweeper tells (src/sweeper/sweeper.ts `SweeperObserver`). */
+  readonly sweeper = {
+    deleted: (kind: string, rows: number): void => void this.sweptRows.inc({ kind }, rows),
+    ran: (outcome: 'swept' | 'skipped' | 'failed', seconds: number): void => {
+      this.sweeps.inc({ outcome });
+      this.sweepDuration.set(seconds);
+    },
+    lastRun: (at: Date): void => void this.sweptAt.set(at.getTime() / 1000),
+  };
+
+  /** What a readiness probe found, check by check. */
+  readinessChecked(checks: Record<string, boolean>): void {
+    for (const [check, usable] of Object.entries(checks)) this.readiness.set({ check }, usable ? 1 : 0);
   }
 
   tokenVerified(kind: TokenKindLabel, outcome: string): void {

@@ -1,10 +1,15 @@
 import { Command, CommanderError, Option } from 'commander';
+import { MigrationExecutor, type Migration } from 'typeorm';
+import { isDatabaseUnavailable, reasonOf } from '../db/errors.js';
+import { databaseRefusal } from '../db/server-check.js';
 import { ORGANISATION_ROLES, PROJECT_ROLES, type OrganisationRole, type ProjectRole } from '../auth/principal.js';
 import { ConfigError } from '../config.js';
 import { ApiError } from '../http/errors.js';
 import { ORGANISATION_KINDS, ORGANISATION_PLANS, type OrganisationKind, type OrganisationPlan } from '../modules/organisation/entities.js';
 import { registerDeviceCommands, registerJoinKeyCommands, registerPeopleCommands, registerPolicyCommands, registerProjectAdminCommands } from './admin-commands.js';
-import { CliContext, CliError, EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, exitCodeOfStatus, type CliDependencies } from './context.js';
+import { CliContext, CliError, EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, exitCodeOfStatus, refusedError, usageError, type CliDependencies } from './context.js';
+import { keptFor } from '../sweeper/kinds.js';
+import { Sweeper } from '../sweeper/sweeper.js';
 import { roleClaimWarning } from './people.js';
 import { registerDiscoverCommand } from './discover.js';
 import {
@@ -194,11 +199,55 @@ function registerMigrateCommand(program: Command, context: CliContext): void {
     .description('apply pending database migrations and print what ran')
     .action(async () => {
       const dataSource = await context.database({ requireMigrated: false });
+      // Before anything is created: a server or database the service cannot work with is one line
+      // saying what to run (src/db/server-check.ts), exit 2.
+      const refusal = await databaseRefusal(dataSource);
+      if (refusal) throw usageError(refusal);
       // One transaction per migration: a failure keeps the ones before it applied and recorded.
-      const applied = await dataSource.runMigrations({ transaction: 'each' });
+      let applied: Migration[];
+      try {
+        applied = await dataSource.runMigrations({ transaction: 'each' });
+      } catch (error) {
+        if (isDatabaseUnavailable(error)) throw error;
+        // The database refused a statement: one line naming the migration, no stack trace.
+        const failed = (await new MigrationExecutor(dataSource).getPendingMigrations().catch(() => []))[0]?.name ?? 'a migration';
+        const reason = reasonOf(error);
+        throw new CliError(`${failed} failed (the migrations before it are applied): ${reason.reason}${reason.errorCode ? ` (${reason.errorCode})` : ''}`, EXIT_FAILED);
+      }
       if (!applied.length) return context.print(`The ${context.config.database.kind} database is up to date; no migration to apply.`);
       context.print(`Applied ${applied.length} migration${applied.length === 1 ? '' : 's'} to the ${context.config.database.kind} database:`);
       for (const migration of applied) context.print(`  ${migration.name}`);
+    });
+}
+
+function registerSweepCommand(program: Command, context: CliContext): void {
+  program
+    .command('sweep')
+    .description('delete what is past its use now (as the service does every SWEEPER_INTERVAL_SECONDS), or with --dry-run say what would go')
+    .option('--dry-run', 'count what a sweep would delete, by kind; delete nothing')
+    .option('--json', 'print JSON')
+    .action(async (options: { dryRun?: boolean; json?: boolean }) => {
+      const dataSource = await context.database();
+      const { config, clock, logger } = context;
+      const sweeper = new Sweeper(dataSource, clock, logger, { ...config.sweeper, retention: config.retention });
+      if (options.dryRun) {
+        const counts = await sweeper.count();
+        const total = counts.reduce((sum, count) => sum + (count.rows ?? 0), 0);
+        if (options.json) {
+          return context.printJson({ dryRun: true, total, kinds: counts.map(({ kind, rows }) => ({ kind: kind.name, table: kind.table, rows: rows ?? null, kept: keptFor(kind, config.retention) })) });
+        }
+        context.print(`A sweep now would delete ${total} row${total === 1 ? '' : 's'} (nothing was deleted: --dry-run):`);
+        const rows = counts.map(({ kind, rows: found }) => [kind.name, kind.table, found === undefined ? '-' : String(found), keptFor(kind, config.retention)]);
+        for (const line of table(['KIND', 'TABLE', 'ROWS', 'KEPT AFTER ITS END'], rows)) context.print(line);
+        return;
+      }
+      const result = await sweeper.sweep({ force: true });
+      if (result.outcome === 'skipped') throw refusedError(`nothing was deleted: ${result.reason ?? 'skipped'}; try again in a moment`);
+      const total = Object.values(result.deleted).reduce((sum, rows) => sum + rows, 0);
+      if (options.json) return context.printJson({ dryRun: false, total, deleted: result.deleted });
+      context.print(`Deleted ${total} row${total === 1 ? '' : 's'}.`);
+      const rows = Object.entries(result.deleted).filter(([, count]) => count > 0).map(([kind, count]) => [kind, String(count)]);
+      if (rows.length) for (const line of table(['KIND', 'ROWS'], rows)) context.print(line);
     });
 }
 
@@ -221,6 +270,7 @@ export function buildProgram(context: CliContext, deps: Pick<CliDependencies, 's
   registerJoinKeyCommands(program, context);
   registerPolicyCommands(program, context);
   registerMigrateCommand(program, context);
+  registerSweepCommand(program, context);
   registerDiscoverCommand(program, { write: (text) => deps.stdout(text) });
   return program;
 }

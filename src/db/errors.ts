@@ -103,6 +103,25 @@ export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   return isDatabaseUnavailable(driverError, depth + 1) || isDatabaseUnavailable(cause, depth + 1);
 }
 
+/**
+ * A table or a column the query names does not exist: the schema is older than this build (the
+ * service was started with MIGRATE_ON_START=false and `platform migrate` has not run yet), or a
+ * table was dropped by hand. Not a bug of the request: 503 `unavailable`, like an outage.
+ * MySQL/MariaDB say so with codes; better-sqlite3 with SQLITE_ERROR and the message.
+ */
+const SCHEMA_CODES = new Set(['ER_NO_SUCH_TABLE', 'ER_BAD_FIELD_ERROR', 'ER_NO_SUCH_TABLE_IN_ENGINE']);
+const SQLITE_SCHEMA_MESSAGE = /^(?:no such (?:table|column): |table \S+ has no column named )/;
+
+export function isSchemaMissing(error: unknown, depth = 0): boolean {
+  if (error === null || typeof error !== 'object' || depth > 3) return false;
+  const code = codeOf(error);
+  if (code && SCHEMA_CODES.has(code)) return true;
+  const message = (error as { message?: unknown }).message;
+  if (code === 'SQLITE_ERROR' && typeof message === 'string' && SQLITE_SCHEMA_MESSAGE.test(message)) return true;
+  const { driverError, cause } = error as { driverError?: unknown; cause?: unknown };
+  return isSchemaMissing(driverError, depth + 1) || isSchemaMissing(cause, depth + 1);
+}
+
 /** What a log line says about a failure: its message's first line and its code, never a stack. */
 export function reasonOf(error: unknown): { reason: string; errorCode?: string } {
   const message = error instanceof Error ? error.message : String(error);

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import { redactUrl } from '../log-redaction.js';
-import { isDatabaseUnavailable, reasonOf } from '../db/errors.js';
-import { ApiError, clientErrorOf, notFound, sendJson, unavailable } from './errors.js';
+import { isDatabaseUnavailable, isSchemaMissing, reasonOf } from '../db/errors.js';
+import { ApiError, clientErrorOf, notFound, schemaNotMigrated, sendJson, unavailable } from './errors.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -117,6 +117,10 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       // An outage, not a bug: one line without a stack, 503 `unavailable` with Retry-After.
       logger.warn({ dependency: 'database', requestId: req.context?.requestId, ...reasonOf(error) }, 'database not reachable; request refused');
       apiError = unavailable('the database');
+    } else if (!apiError && isSchemaMissing(error)) {
+      // Migrations pending (or a table dropped): one line without a stack, 503 `unavailable`.
+      logger.warn({ dependency: 'database', requestId: req.context?.requestId, ...reasonOf(error) }, 'database schema older than this build; request refused');
+      apiError = schemaNotMigrated();
     }
     if (!apiError) {
       logger.error({ err: error, requestId: req.context?.requestId }, 'unexpected failure');

@@ -52,7 +52,7 @@ export const ERROR_CODES = {
   payload_too_large: 'The request body (or an ingest envelope\'s item count) is over its limit, or redacting an ingest envelope would take longer than `INGEST_REDACTION_BUDGET_MS`.',
   unsupported_media_type: 'The body is not of an accepted media type, charset (UTF-8) or `Content-Encoding` (gzip, deflate, br).',
   too_many_requests: 'Rate limited; `Retry-After` says when to try again.',
-  unavailable: 'A dependency did not answer: the database (stopped, restarting, unreachable, out of connections) or Redis (rate-limit counters, DPoP replay cache); the request was refused, never let through unchecked. `Retry-After: 1`; send it again (ingest items are deduplicated by id).',
+  unavailable: 'A dependency did not answer: the database (stopped, restarting, unreachable, out of connections, or its migrations not yet applied) or Redis (rate-limit counters, DPoP replay cache); the request was refused, never let through unchecked. `Retry-After: 1` (5 while migrations are pending); send it again (ingest items are deduplicated by id).',
   not_ready: 'Readiness: a dependency is not reachable.',
   internal_error: 'The service failed unexpectedly; no detail is given. Quote the `X-Request-Id`.',
 } as const satisfies Record<string, string>;

@@ -102,6 +102,15 @@ export const unavailable = (what: string): ApiError =>
     headers: { 'Retry-After': '1' },
   });
 
+/**
+ * The database's schema is older than this build (migrations pending, or a table missing): the
+ * same refusal as an outage, with a longer wait, since an upgrade takes longer than a reconnect.
+ */
+export const schemaNotMigrated = (): ApiError =>
+  new ApiError(503, 'unavailable', 'the service is being upgraded (its database migrations have not run yet); try again shortly', {
+    headers: { 'Retry-After': '5' },
+  });
+
 /** The code of each 4xx status an error of a library may carry (section 7 style). */
 const CODE_BY_STATUS: Record<number, string> = {
   400: 'invalid_request',

@@ -320,6 +320,11 @@ export interface RouteLayers {
   defaultJsonLimits: JsonLimits;
   tenancy: RequestHandler;
   authenticate: (route: RouteDefinition) => RequestHandler;
+  /**
+   * First in front of every route that reads the database (`readsDatabase`): refuses with 503
+   * `unavailable` while the schema is older than this build (migrations pending).
+   */
+  schemaGate?: RequestHandler;
 }
 
 const DEFAULT_MEDIA_TYPES = ['application/json'] as const;
@@ -453,6 +458,7 @@ export class RouteRegistry {
       const chain: RequestHandler[] = [];
       const limits = route.rateLimits ?? [];
       const bodyLimit = route.bodyLimitBytes ?? layers.defaultBodyLimitBytes;
+      if (layers.schemaGate && readsDatabase(route, profile)) chain.push(layers.schemaGate);
       chain.push(declaredLengthAtMost(bodyLimit));
       for (const rule of limits.filter((r) => r.by === 'address')) chain.push(layers.rateLimit(rule));
       if (route.tenant) chain.push(layers.tenancy);

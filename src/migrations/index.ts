@@ -28,11 +28,14 @@ import { AuthRevocations1763870000000 as SqliteAuthRevocations } from './sqlite/
 import { AuthRevocations1763870000000 as MysqlAuthRevocations } from './mysql/1763870000000-auth-revocations.js';
 import { SignInBinding1763880000000 as SqliteSignInBinding } from './sqlite/1763880000000-sign-in-binding.js';
 import { SignInBinding1763880000000 as MysqlSignInBinding } from './mysql/1763880000000-sign-in-binding.js';
+import { TableCharacterSets1763910000000 as MysqlTableCharacterSets } from './mysql/1763910000000-table-character-sets.js';
+import { Retention1763910001000 as SqliteRetention } from './sqlite/1763910001000-retention.js';
+import { Retention1763910001000 as MysqlRetention } from './mysql/1763910001000-retention.js';
 import { MailCaps1763920000000 as SqliteMailCaps } from './sqlite/1763920000000-mail-caps.js';
 import { MailCaps1763920000000 as MysqlMailCaps } from './mysql/1763920000000-mail-caps.js';
 
 type MigrationClass = new () => MigrationInterface;
 
 /** Migrations per dialect, in order. Listed by hand so they load the same in ESM, tests and builds. */
-export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation, SqliteDevices, SqlitePolicy, SqliteWebSessions, SqliteIngest, SqliteMembershipRemoval, SqliteCloudSignIn, SqlitePictures, SqliteCloudAgents, SqliteTeams, SqliteAuthRevocations, SqliteSignInBinding, SqliteMailCaps];
-export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices, MysqlPolicy, MysqlWebSessions, MysqlIngest, MysqlMembershipRemoval, MysqlExactIdentities, MysqlCloudSignIn, MysqlPictures, MysqlCloudAgents, MysqlTeams, MysqlAuthRevocations, MysqlSignInBinding, MysqlMailCaps];
+export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation, SqliteDevices, SqlitePolicy, SqliteWebSessions, SqliteIngest, SqliteMembershipRemoval, SqliteCloudSignIn, SqlitePictures, SqliteCloudAgents, SqliteTeams, SqliteAuthRevocations, SqliteSignInBinding, SqliteRetention, SqliteMailCaps];
+export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices, MysqlPolicy, MysqlWebSessions, MysqlIngest, MysqlMembershipRemoval, MysqlExactIdentities, MysqlCloudSignIn, MysqlPictures, MysqlCloudAgents, MysqlTeams, MysqlAuthRevocations, MysqlSignInBinding, MysqlTableCharacterSets, MysqlRetention, MysqlMailCaps];

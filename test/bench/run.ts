@@ -32,6 +32,10 @@
  * achieved rate, errors (must be 0), p50/p99, resident memory and V8 heap of each replica, its
  * cache entries, and its live heap after a full collection (growth after warm-up at most 10%).
  *
+ * The sweep (`--only sweep`, sweep.ts): a million expired device tokens on a fresh MariaDB database
+ * (BENCH_SWEEP_ROWS), deleted by `platform sweep` while GET /policy/v1 is loaded; p99 during the
+ * sweep against p99 idle (target: at most 2×).
+ *
  * Exits non-zero when any scenario saw a non-2xx answer or a connection error, or an ingest path
  * failed or left a row count different from what it sent, so a broken path never passes for a
  * fast one. An unreachable MariaDB skips the MariaDB part (said so on stdout and stderr) and is
@@ -65,6 +69,7 @@ import { formatRelayTable, runRelayBench, type RelayResult } from './relay.js';
 import { startProvider, type BenchProvider } from './oidc-provider.js';
 import { BARE_CLASSES, BEARER_POLICY, DPOP_POLICY, PEER_JWT_BEARER, PEER_JWT_DPOP, PEER_OPAQUE, scenarios as allScenarios, type Fixtures, type Scenario, type TargetName } from './scenarios.js';
 import { runSoak, runWorkerComparison } from './soak.js';
+import { runSweepBench } from './sweep.js';
 import { freePort, killAllChildren, send, startChild, type ChildServer } from './servers.js';
 import { formatSvgTable, measureSvgPipeline, type SvgBenchResult } from './svg.js';
 import { closeAgents, formatStallTable, measureStall, sendTo, type Stall } from './event-loop.js';
@@ -321,8 +326,11 @@ async function main(): Promise<number> {
   const soakPart = matches('soak');
   // One worker beside two (WEB_CONCURRENCY, soak.ts): `--only workers`.
   const workersPart = matches('workers');
+  // A million expired rows swept under policy reads (sweep.ts): `--only sweep`; BENCH_SWEEP_ROWS (1 000 000).
+  const sweepPart = matches('sweep');
+  const sweepRows = Number(process.env.BENCH_SWEEP_ROWS ?? 1_000_000);
   const soakSeconds = Number(process.env.BENCH_SOAK_SECONDS ?? (process.argv.some((arg) => arg.startsWith('--duration')) || process.env.BENCH_DURATION ? options.durationSeconds : 60));
-  if (chosenNames.size === 0 && ingestParts.length === 0 && !anyRelay && !relayParts.ceiling && !svgPart && !loopPart && !redactionPart && !soakPart && !workersPart) throw new Error(`--only "${options.only}" matches no scenario, no ingest part, no relay part, not the SVG part, not the event loop and not the redaction part`);
+  if (chosenNames.size === 0 && ingestParts.length === 0 && !anyRelay && !relayParts.ceiling && !svgPart && !loopPart && !redactionPart && !soakPart && !workersPart && !sweepPart) throw new Error(`--only "${options.only}" matches no scenario, no ingest part, no relay part, not the SVG part, not the event loop, not the redaction part and not the sweep`);
   // The peers answer the platform's own policy document: the platform runs whenever they do.
   const sqliteNeeded = ['platform', 'peer-jwt', 'peer-opaque'].some((target) => targetsChosen.has(target as TargetName)) || ingestParts.some((part) => part.database === 'sqlite');
 
@@ -417,7 +425,7 @@ async function main(): Promise<number> {
   log('');
 
   const phase = options.warmupSeconds + options.durationSeconds;
-  armWatchdog(options.runs * list.length * (phase + 15) + ingestParts.length * (2 * options.runs * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + (loopPart ? 240 : 0) + (redactionPart ? 180 : 0) + (soakPart ? soakSeconds + 240 : 0) + (workersPart ? 4 * phase + 120 : 0) + 60);
+  armWatchdog(options.runs * list.length * (phase + 15) + ingestParts.length * (2 * options.runs * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + (loopPart ? 240 : 0) + (redactionPart ? 180 : 0) + (soakPart ? soakSeconds + 240 : 0) + (workersPart ? 4 * phase + 120 : 0) + (sweepPart ? sweepRows / 2_000 + 3 * phase + 300 : 0) + 60);
   const outcomes: Outcome[] = list.map((scenario) => ({ scenario, runs: [] }));
   const notes: string[] = [];
   let baselineRate: number | undefined;
@@ -667,6 +675,21 @@ async function main(): Promise<number> {
     ? await runWorkerComparison({ script: here('./platform-server.js'), host: HOST, oidc, redis: options.redis, workDir, warmupSeconds: options.warmupSeconds, durationSeconds: options.durationSeconds, connections: options.connections, log })
     : undefined;
 
+  const sweep = sweepPart
+    ? await runSweepBench({
+        script: here('./platform-server.js'),
+        cli: here('../../src/cli/main.js'),
+        host: HOST,
+        oidc,
+        mariadb: options.mariadb,
+        rows: sweepRows,
+        warmupSeconds: options.warmupSeconds,
+        durationSeconds: options.durationSeconds,
+        connections: Number(process.env.BENCH_SWEEP_CONNECTIONS ?? 10),
+        log,
+      })
+    : undefined;
+
   if (options.json) {
     writeFileSync(
       options.json,
@@ -694,6 +717,7 @@ async function main(): Promise<number> {
           svg,
           eventLoop: stalls,
           redaction,
+          sweep,
           ingest: ingestParts.map((part) => {
             const ceiling = part.paths.find((path) => path.name.includes('ceiling') && !path.problem)?.measurement?.itemsPerSecond;
             return {
@@ -725,7 +749,9 @@ async function main(): Promise<number> {
   if (loopProblem) process.stderr.write(`bench: FAILED event loop: ${loopProblem}\n`);
   if (workers && !workers.ok) process.stderr.write(`bench: FAILED workers: ${workers.runs.map((run) => run.problem).filter(Boolean).join('; ')}\n`);
   if (soak && !soak.ok) process.stderr.write(`bench: FAILED soak: ${soak.errors} errors, live heap growth ${soak.memory.map((m) => (m.liveGrowth === undefined ? 'unknown' : `${(m.liveGrowth * 100).toFixed(1)}%`)).join(', ')}\n`);
-  const anyFailed = failed.length > 0 || failedIngest.length > 0 || failedRelay.length > 0 || svg?.problem !== undefined || loopProblem !== undefined || (soak !== undefined && !soak.ok) || (workers !== undefined && !workers.ok);
+  if (sweep && !sweep.ok) process.stderr.write(`bench: ${'skipped' in sweep ? 'SKIPPED' : 'FAILED'} sweep: ${sweep.problem}\n`);
+  const anyFailed =
+    failed.length > 0 || failedIngest.length > 0 || failedRelay.length > 0 || svg?.problem !== undefined || loopProblem !== undefined || (soak !== undefined && !soak.ok) || (workers !== undefined && !workers.ok) || (sweep !== undefined && !sweep.ok && !('skipped' in sweep));
   for (const server of Object.values(servers)) {
     if (anyFailed && server.stderr().trim()) process.stderr.write(`--- ${server.name} stderr ---\n${server.stderr()}\n`);
   }

@@ -17,13 +17,20 @@ const INSTALL_DB = process.env.TEST_MARIADB_INSTALL_DB ?? 'mariadb-install-db';
 
 export class MariaDbServer extends ServerProcess {
 
-  private constructor(port: number) {
+  private constructor(
+    port: number,
+    private readonly settings: readonly string[],
+  ) {
     super(port, 'platform-mariadb-');
   }
 
-  /** A server with a fresh data directory on a free port, running. */
-  static async create(): Promise<MariaDbServer> {
-    const server = new MariaDbServer(await freePort());
+  /**
+   * A server with a fresh data directory on a free port, running. `settings`: its character set,
+   * collation and SQL mode options (default: utf8mb4 / utf8mb4_general_ci, as Debian configures
+   * it); `[]` leaves MariaDB's compiled-in defaults (latin1 / latin1_swedish_ci).
+   */
+  static async create(settings: readonly string[] = ['--character-set-server=utf8mb4', '--collation-server=utf8mb4_general_ci']): Promise<MariaDbServer> {
+    const server = new MariaDbServer(await freePort(), settings);
     const installed = spawnSync(INSTALL_DB, ['--no-defaults', `--datadir=${join(server.dir, 'data')}`, '--auth-root-authentication-method=normal', '--skip-test-db', '--user=root'], {
       encoding: 'utf8',
       timeout: 60_000,
@@ -60,8 +67,7 @@ export class MariaDbServer extends ServerProcess {
         '--skip-log-bin',
         '--innodb-buffer-pool-size=16M',
         '--max-connections=200',
-        '--character-set-server=utf8mb4',
-        '--collation-server=utf8mb4_general_ci',
+        ...this.settings,
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );

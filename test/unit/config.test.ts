@@ -220,3 +220,26 @@ describe('Cloud teams configuration', () => {
     else expect(refusal({ ...cloud, CLOUD_INVITATION_URL: value })).toMatch(/^CLOUD_INVITATION_URL: /);
   });
 });
+
+describe('sweeper and retention configuration', () => {
+  it('sweeps every five minutes in batches of 1000 by default, and keeps history forever', () => {
+    const config = loadConfig({});
+    expect(config.sweeper).toEqual({ enabled: true, intervalSeconds: 300, batchSize: 1000, batchPauseMs: 20 });
+    expect(config.retention).toEqual({});
+  });
+
+  it('reads a retention per kind of history, in days, and leaves the others forever', () => {
+    const config = loadConfig({ RETENTION_INGEST_EVENTS_DAYS: '90', RETENTION_RUN_EVENTS_DAYS: '30', RETENTION_INGEST_USAGE_DAYS: ' ' });
+    expect(config.retention).toEqual({ RETENTION_INGEST_EVENTS_DAYS: 90, RETENTION_RUN_EVENTS_DAYS: 30 });
+  });
+
+  it.each([
+    ['RETENTION_INGEST_AUDIT_DAYS', '0', /^RETENTION_INGEST_AUDIT_DAYS: must be between 1 and 36500/],
+    ['RETENTION_INGEST_TASKS_DAYS', '30d', /^RETENTION_INGEST_TASKS_DAYS: must be a whole number/],
+    ['SWEEPER_INTERVAL_SECONDS', '5', /^SWEEPER_INTERVAL_SECONDS: must be between 10 and 86400/],
+    ['SWEEPER_BATCH_SIZE', '100000', /^SWEEPER_BATCH_SIZE: must be between 10 and 10000/],
+    ['SWEEPER_ENABLED', 'maybe', /^SWEEPER_ENABLED: must be true or false/],
+  ])('refuses %s=%s', (name, value, message) => {
+    expect(refusal({ [name]: value })).toMatch(message);
+  });
+});

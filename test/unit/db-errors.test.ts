@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { QueryFailedError, TypeORMError } from 'typeorm';
-import { isDatabaseUnavailable } from '../../src/db/errors.js';
+import { isDatabaseUnavailable, isSchemaMissing } from '../../src/db/errors.js';
 
 /** What the drivers throw when the database cannot be used, against what a query it refused looks like. */
 const coded = (code: string, message = code) => Object.assign(new Error(message), { code });
@@ -36,5 +36,30 @@ describe('isDatabaseUnavailable', () => {
     ['a string', 'ECONNREFUSED'],
   ])('is false for %s', (_what, error) => {
     expect(isDatabaseUnavailable(error)).toBe(false);
+  });
+});
+
+describe('isSchemaMissing', () => {
+  it.each([
+    ['a missing table (MySQL, MariaDB)', failedQuery(coded('ER_NO_SUCH_TABLE', "Table 'platform.organisations' doesn't exist"))],
+    ['a missing column (MySQL, MariaDB)', failedQuery(coded('ER_BAD_FIELD_ERROR', "Unknown column 'removed_at' in 'field list'"))],
+    ['a table InnoDB lost', failedQuery(coded('ER_NO_SUCH_TABLE_IN_ENGINE'))],
+    ['a missing table (SQLite)', failedQuery(coded('SQLITE_ERROR', 'no such table: organisation_hosts'))],
+    ['a missing column (SQLite)', failedQuery(coded('SQLITE_ERROR', 'no such column: removed_at'))],
+    ['a column missing from an insert (SQLite)', failedQuery(coded('SQLITE_ERROR', 'table memberships has no column named removed_at'))],
+  ])('is true for %s', (_what, error) => {
+    expect(isSchemaMissing(error)).toBe(true);
+    expect(isDatabaseUnavailable(error)).toBe(false);
+  });
+
+  it.each([
+    ['a SQLite syntax error', failedQuery(coded('SQLITE_ERROR', 'near "SELEC": syntax error'))],
+    ['a SQLite error that only mentions a table', failedQuery(coded('SQLITE_ERROR', 'cannot drop table: no such table: x'))],
+    ['a duplicate key', failedQuery(coded('ER_DUP_ENTRY'))],
+    ['an outage', coded('ECONNREFUSED')],
+    ['a bug', new TypeError('no such table: x')],
+    ['nothing', undefined],
+  ])('is false for %s', (_what, error) => {
+    expect(isSchemaMissing(error)).toBe(false);
   });
 });

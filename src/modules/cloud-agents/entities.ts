@@ -88,6 +88,7 @@ export const CloudAgentRunEntity = new EntitySchema<CloudAgentRunRecord>({
     { name: 'cloud_agent_runs_person_running', columns: ['organisationId', 'personId', 'endedAt', 'expiresAt'] },
     { name: 'cloud_agent_runs_project', columns: ['projectId'] },
     { name: 'cloud_agent_runs_person', columns: ['personId'] },
+    { name: 'cloud_agent_runs_expires', columns: ['expiresAt'] },
   ],
   foreignKeys: [
     { name: 'fk_cloud_agent_runs_organisation', target: 'Organisation', columnNames: ['organisationId'], referencedColumnNames: ['id'], onDelete: 'CASCADE' },
@@ -114,7 +115,10 @@ export const CloudAgentRunEventEntity = (dialect: 'sqlite' | 'mysql') =>
       sentence: optionalText('sentence', MAX_SENTENCE_LENGTH),
       receivedAt: when('received_at'),
     },
-    indices: [{ name: 'cloud_agent_run_events_run', columns: ['runId', 'rowId'] }],
+    indices: [
+      { name: 'cloud_agent_run_events_run', columns: ['runId', 'rowId'] },
+      { name: 'cloud_agent_run_events_received', columns: ['receivedAt'] },
+    ],
     foreignKeys: [
       { name: 'fk_cloud_agent_run_events_run', target: 'CloudAgentRun', columnNames: ['runId'], referencedColumnNames: ['id'], onDelete: 'CASCADE' },
     ],

@@ -1,5 +1,6 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { cookieHeader, readCookie as readHeaderCookie } from '../../http/cookies.js';
+import { isDatabaseUnavailable, isSchemaMissing, reasonOf } from '../../db/errors.js';
 import { ApiError, clientErrorOf } from '../../http/errors.js';
 import { requestOrigin } from '../../http/origin.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
@@ -571,6 +572,14 @@ function pageErrors(send: Send) {
       }
       if (refused.status === 413) return send(res, 413, messagePage({ title: 'Request refused', message: 'The form was too large.', next: 'start-again' }));
       return send(res, refused.status, messagePage({ title: 'Request refused', message: `${capitalise(refused.message)}.`, next: 'start-again' }));
+    }
+    // The database away, or its schema older than this build (migrations pending): not a bug of
+    // the page, a wait (as the API's 503 `unavailable`).
+    const outage = isDatabaseUnavailable(error);
+    if (outage || isSchemaMissing(error)) {
+      req.log?.warn({ dependency: 'database', requestId: req.context?.requestId, ...reasonOf(error) }, outage ? 'database not reachable; page refused' : 'database schema older than this build; page refused');
+      res.set('Retry-After', outage ? '1' : '5');
+      return send(res, 503, messagePage({ title: 'Not available just now', message: 'The service cannot answer just now. Please try again in a moment.' }));
     }
     req.log?.error({ err: error, requestId: req.context?.requestId }, 'approval page failed');
     send(res, 500, messagePage({ title: 'Something went wrong', message: 'Something went wrong on our side. Please try again.', requestId: req.context?.requestId }));

@@ -170,6 +170,7 @@ export const DeviceTokenEntity = new EntitySchema<DeviceTokenRecord>({
   indices: [
     { name: 'device_tokens_hash', columns: ['tokenHash'], unique: true },
     { name: 'device_tokens_device', columns: ['deviceId'] },
+    { name: 'device_tokens_expires', columns: ['expiresAt'] },
   ],
   foreignKeys: [
     { name: 'fk_device_tokens_device', target: 'Device', columnNames: ['deviceId'], referencedColumnNames: ['id'], onDelete: 'CASCADE' },
@@ -204,6 +205,7 @@ export const DeviceAuthorizationEntity = new EntitySchema<DeviceAuthorizationRec
   indices: [
     { name: 'device_authorizations_device_code', columns: ['deviceCodeHash'], unique: true },
     { name: 'device_authorizations_user_code', columns: ['userCodeHash'], unique: true },
+    { name: 'device_authorizations_expires', columns: ['expiresAt'] },
   ],
   foreignKeys: [
     { name: 'fk_device_authorizations_organisation', target: 'Organisation', columnNames: ['organisationId'], referencedColumnNames: ['id'], onDelete: 'CASCADE' },
@@ -230,6 +232,7 @@ export const JoinKeyEntity = new EntitySchema<JoinKeyRecord>({
   indices: [
     { name: 'join_keys_lookup', columns: ['lookup'], unique: true },
     { name: 'join_keys_organisation', columns: ['organisationId'] },
+    { name: 'join_keys_expires', columns: ['expiresAt'] },
   ],
   foreignKeys: [
     { name: 'fk_join_keys_organisation', target: 'Organisation', columnNames: ['organisationId'], referencedColumnNames: ['id'], onDelete: 'CASCADE' },

@@ -1,4 +1,4 @@
-import { MigrationExecutor, type DataSource } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { notReady } from '../../http/errors.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { named } from '../../http/schema.js';
@@ -86,16 +86,12 @@ export function databaseProbe(dataSource: DataSource): ReadinessProbe {
 }
 
 /** Pending migrations make the service not ready; once none is pending, none will be. */
-export function migrationsProbe(dataSource: DataSource): ReadinessProbe {
-  let applied = false;
+export function migrationsProbe(schema: { isMigrated(options: { fresh: boolean }): Promise<boolean> }): ReadinessProbe {
   return {
     name: 'migrations',
     check: async () => {
-      if (applied) return 'ok';
       // Reads the migrations table only; never creates it, never runs anything.
-      const pending = await new MigrationExecutor(dataSource).getPendingMigrations();
-      if (pending.length > 0) throw new ProbeFailure('pending');
-      applied = true;
+      if (!(await schema.isMigrated({ fresh: true }))) throw new ProbeFailure('pending');
       return 'ok';
     },
   };
@@ -114,7 +110,12 @@ function listed(names: string[]): string {
   return names.length === 1 ? names[0]! : `${names.slice(0, -1).join(', ')} and ${names.at(-1)!}`;
 }
 
-export function healthRoutes(probes: readonly ReadinessProbe[], timeoutMs = 2_000): RouteDefinition[] {
+/**
+ * `checked`: told what every readiness probe found (metrics: `platform_readiness_check`), so that
+ * alerts see what the orchestrator sees.
+ */
+export function healthRoutes(probes: readonly ReadinessProbe[], options: { timeoutMs?: number; checked?: (usable: Record<string, boolean>) => void } = {}): RouteDefinition[] {
+  const timeoutMs = options.timeoutMs ?? 2_000;
   return [
     defineRoute({
       method: 'get',
@@ -161,6 +162,7 @@ export function healthRoutes(probes: readonly ReadinessProbe[], timeoutMs = 2_00
           checks[probe.name] = result.reason instanceof ProbeFailure ? result.reason.state : 'unreachable';
           failed.push(probe.name);
         });
+        options.checked?.(Object.fromEntries(probes.map((probe) => [probe.name, !failed.includes(probe.name)])));
         if (failed.length > 0) throw notReady(`not ready: ${listed(failed)} ${failed.length === 1 ? 'is' : 'are'} not usable`, { checks });
         return { status: 200, body: { status: 'ready', checks }, headers: { 'Cache-Control': 'no-store' } };
       },

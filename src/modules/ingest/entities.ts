@@ -131,6 +131,8 @@ const IngestEventSchema = (dialect: Dialect) => new EntitySchema<IngestEventReco
     { name: 'ingest_events_organisation_row', columns: ['organisationId', 'rowId'] },
     // A project's items are found (and deleted with it) without reading the whole table.
     { name: 'ingest_events_project', columns: ['projectId'] },
+    // The sweeper deletes by age (RETENTION_INGEST_*_DAYS).
+    { name: 'ingest_events_received', columns: ['receivedAt'] },
   ],
   foreignKeys: cascade('ingest_events'),
 });
@@ -156,6 +158,8 @@ const IngestUsageSchema = (dialect: Dialect) => new EntitySchema<IngestUsageReco
     { name: 'ingest_usage_organisation_at', columns: ['organisationId', 'at'] },
     // A project's items are found (and deleted with it) without reading the whole table.
     { name: 'ingest_usage_project', columns: ['projectId'] },
+    // The sweeper deletes by age (RETENTION_INGEST_*_DAYS).
+    { name: 'ingest_usage_received', columns: ['receivedAt'] },
   ],
   foreignKeys: cascade('ingest_usage'),
 });
@@ -180,6 +184,8 @@ const IngestAuditSchema = (dialect: Dialect) => new EntitySchema<IngestAuditReco
     { name: 'ingest_audit_organisation_row', columns: ['organisationId', 'rowId'] },
     // A project's items are found (and deleted with it) without reading the whole table.
     { name: 'ingest_audit_project', columns: ['projectId'] },
+    // The sweeper deletes by age (RETENTION_INGEST_*_DAYS).
+    { name: 'ingest_audit_received', columns: ['receivedAt'] },
   ],
   foreignKeys: cascade('ingest_audit'),
 });
@@ -203,6 +209,8 @@ const IngestTaskSchema = (dialect: Dialect) => new EntitySchema<IngestTaskRecord
     { name: 'ingest_tasks_organisation_row', columns: ['organisationId', 'rowId'] },
     // A project's items are found (and deleted with it) without reading the whole table.
     { name: 'ingest_tasks_project', columns: ['projectId'] },
+    // The sweeper deletes by age (RETENTION_INGEST_*_DAYS).
+    { name: 'ingest_tasks_received', columns: ['receivedAt'] },
   ],
   foreignKeys: cascade('ingest_tasks'),
 });

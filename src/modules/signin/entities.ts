@@ -171,6 +171,7 @@ export const CloudSessionEntity = new EntitySchema<CloudSessionRecord>({
   indices: [
     { name: 'cloud_sessions_person', columns: ['personId'] },
     { name: 'cloud_sessions_method', columns: ['signInMethodId'] },
+    { name: 'cloud_sessions_ended', columns: ['endedAt', 'createdAt'] },
   ],
   foreignKeys: [personForeignKey('cloud_sessions')],
 });
@@ -186,6 +187,7 @@ export const SessionTokenEntity = new EntitySchema<SessionTokenRecord>({
   indices: [
     { name: 'cloud_session_tokens_hash', columns: ['tokenHash'], unique: true },
     { name: 'cloud_session_tokens_session', columns: ['sessionId'] },
+    { name: 'cloud_session_tokens_expires', columns: ['expiresAt'] },
   ],
   foreignKeys: [
     { name: 'fk_cloud_session_tokens_session', target: 'CloudSession', columnNames: ['sessionId'], referencedColumnNames: ['id'], onDelete: 'CASCADE' },
@@ -254,6 +256,7 @@ export const EmailCodeEntity = new EntitySchema<EmailCodeRecord>({
     { name: 'email_codes_address', columns: ['addressHash', 'createdAt'] },
     { name: 'email_codes_created', columns: ['createdAt'] },
     { name: 'email_codes_link_person', columns: ['linkPersonId'] },
+    { name: 'email_codes_expires', columns: ['expiresAt'] },
   ],
   foreignKeys: [personForeignKey('email_codes', 'linkPersonId')],
 });
@@ -273,6 +276,7 @@ export const LinkTicketEntity = new EntitySchema<LinkTicketRecord>({
   indices: [
     { name: 'link_tickets_hash', columns: ['ticketHash'], unique: true },
     { name: 'link_tickets_person', columns: ['personId'] },
+    { name: 'link_tickets_expires', columns: ['expiresAt'] },
   ],
   foreignKeys: [personForeignKey('link_tickets')],
 });

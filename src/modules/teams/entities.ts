@@ -57,6 +57,7 @@ export const InvitationEntity = new EntitySchema<InvitationRecord>({
     { name: 'invitations_organisation_created', columns: ['organisationId', 'createdAt'] },
     { name: 'invitations_invited_by', columns: ['invitedBy'] },
     { name: 'invitations_used_by', columns: ['usedBy'] },
+    { name: 'invitations_expires', columns: ['expiresAt'] },
   ],
   foreignKeys: [
     { name: 'fk_invitations_organisation', target: 'Organisation', columnNames: ['organisationId'], referencedColumnNames: ['id'], onDelete: 'CASCADE' },
