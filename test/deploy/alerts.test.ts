@@ -219,6 +219,7 @@ describe('the chart\'s dashboard', () => {
       'Sweeper turns',
       'Memory',
       'Event-loop lag',
+      'Mails sent',
     ]);
     for (const panel of panels) expect(panel.targets?.length).toBeGreaterThan(0);
   });
