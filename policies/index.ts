@@ -1,5 +1,5 @@
 import { AbilityBuilder, createMongoAbility, subject } from '@casl/ability';
-import { forbidden } from '../src/http/errors.js';
+import { forbidden } from '../src/errors.js';
 import { organisationRules } from './organisation.js';
 import { projectRules } from './project.js';
 import { deviceRules } from './device.js';

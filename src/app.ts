@@ -25,7 +25,7 @@ import { OrganisationSignIn } from './modules/devices/page-sign-in.js';
 import type { TokenResolver } from './auth/resolver.js';
 import type { Config } from './config.js';
 import { errorHandler, hoistedHeaders, inSequence, notFoundHandler, requestEdge } from './http/edge.js';
-import { schemaNotMigrated } from './http/errors.js';
+import { schemaNotMigrated } from './errors.js';
 import { SchemaState } from './db/schema-state.js';
 import { buildOpenApi } from './http/openapi.js';
 import { originEdge, serviceOrigin } from './http/origin.js';

@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import type { DataSource } from 'typeorm';
 import type { TokenKind } from './auth/principal.js';
 import type { Credential } from './auth/resolver.js';
-import { ApiError, methodNotAllowed, unauthorized } from './http/errors.js';
+import { ApiError, methodNotAllowed, unauthorized } from './errors.js';
 import { MAIL_KINDS, type MailKind } from './mail/mailer.js';
 import { safeEqual } from './util/secrets.js';
 

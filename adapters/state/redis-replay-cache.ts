@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { unavailable } from '../../src/http/errors.js';
+import { unavailable } from '../../src/errors.js';
 import type { ReplayCache } from '../../src/state/replay-cache.js';
 import type { Clock } from '../../src/util/clock.js';
 

@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import type { AuthCache } from './auth-cache.js';
 import { hashSecret } from '../util/secrets.js';
-import { notFound, unauthorized } from '../http/errors.js';
+import { notFound, unauthorized } from '../errors.js';
 import type { OrganisationService } from '../modules/organisation/service.js';
 import { SESSION_ACCESS_PREFIX, type CloudSessions } from '../modules/signin/sessions.js';
 import type { Credential, Resolved, TokenResolver } from './resolver.js';

@@ -3,7 +3,7 @@ import type { DeviceRecord } from '../modules/devices/entities.js';
 import type { OrganisationRecord } from '../modules/organisation/entities.js';
 import type { AuthCache } from './auth-cache.js';
 import { hashSecret } from '../util/secrets.js';
-import { ApiError, unauthorized } from '../http/errors.js';
+import { ApiError, unauthorized } from '../errors.js';
 import type { OrganisationService } from '../modules/organisation/service.js';
 import { ACCESS_TOKEN_PREFIX, type DeviceTokenService } from '../modules/devices/tokens.js';
 import type { Clock } from '../util/clock.js';

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Deployment } from '../config.js';
-import { ApiError, unauthorized } from '../http/errors.js';
+import { ApiError, unauthorized } from '../errors.js';
 import type { RouteDefinition } from '../http/route.js';
 import type { Credential, TokenResolver } from './resolver.js';
 import { outcomeOf, tokenKindLabel, type TokenKindLabel } from '../metrics.js';

@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import type { AuthCache } from './auth-cache.js';
 import { hashSecret } from '../util/secrets.js';
 import { PersonTokenError, peekIssuer, type OrganisationOidcVerifier } from '../../adapters/identity/organisation-oidc.js';
-import { unauthorized } from '../http/errors.js';
+import { unauthorized } from '../errors.js';
 import type { OrganisationService } from '../modules/organisation/service.js';
 import { RemovedMember, roleFromClaim } from '../modules/organisation/service.js';
 import type { Credential, Resolved, TokenResolver } from './resolver.js';

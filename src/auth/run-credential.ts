@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import { unauthorized } from '../http/errors.js';
+import { unauthorized } from '../errors.js';
 import type { OrganisationService } from '../modules/organisation/service.js';
 import { RUN_CREDENTIAL_PREFIX, type CloudAgentService } from '../modules/cloud-agents/service.js';
 import type { Credential, Resolved, TokenResolver } from './resolver.js';

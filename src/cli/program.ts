@@ -4,7 +4,7 @@ import { isDatabaseUnavailable, reasonOf } from '../db/errors.js';
 import { databaseRefusal } from '../db/server-check.js';
 import { ORGANISATION_ROLES, PROJECT_ROLES, type OrganisationRole, type ProjectRole } from '../auth/principal.js';
 import { ConfigError } from '../config.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../errors.js';
 import { ORGANISATION_KINDS, ORGANISATION_PLANS, type OrganisationKind, type OrganisationPlan } from '../modules/organisation/entities.js';
 import { registerDeviceCommands, registerJoinKeyCommands, registerPeopleCommands, registerPolicyCommands, registerProjectAdminCommands } from './admin-commands.js';
 import { CliContext, CliError, EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, exitCodeOfStatus, refusedError, usageError, type CliDependencies } from './context.js';

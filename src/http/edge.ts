@@ -3,7 +3,8 @@ import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Respon
 import type { Logger } from 'pino';
 import { redactUrl } from '../log-redaction.js';
 import { isDatabaseUnavailable, isSchemaMissing, reasonOf } from '../db/errors.js';
-import { ApiError, clientErrorOf, notFound, schemaNotMigrated, sendJson, unavailable } from './errors.js';
+import { ApiError, notFound, schemaNotMigrated, unavailable } from '../errors.js';
+import { clientErrorOf, sendJson } from './errors.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 

@@ -1,12 +1,15 @@
 /**
- * One error type for every refusal the API makes. Services throw these; the edge turns them
- * into the spec's error body (2.1): `{ error, message }`, plus `error_description` on OAuth
- * token endpoints. An error of a library that carries a 4xx status (body parsing and
- * decompression, path parameter decoding) keeps that status (`clientErrorOf`); anything else
- * that reaches the edge is a 500 `internal_error` with no detail.
+ * The HTTP side of refusals: writing JSON answers, and reading a library's 4xx error as the
+ * API's refusal. The error type itself (`ApiError`) is transport-free, in src/errors.ts, so
+ * services, policies and adapters throw it without importing HTTP. An error of a library that
+ * carries a 4xx status (body parsing and decompression, path parameter decoding) keeps that
+ * status (`clientErrorOf`); anything else that reaches the edge is a 500 `internal_error` with no
+ * detail.
  */
 
 import type { Response } from 'express';
+import type { ErrorCode } from '../error-codes.js';
+import { ApiError } from '../errors.js';
 
 /**
  * Writes a JSON answer with exactly this status. Not `res.json()`: Express would turn any 2xx
@@ -27,104 +30,20 @@ export function sendSerialisedJson(res: Response, status: number, body: Buffer):
   res.end(body);
 }
 
-export interface ErrorBody {
-  error: string;
-  message?: string;
-  error_description?: string;
-  [extra: string]: unknown;
-}
-
-export class ApiError extends Error {
-  readonly headers: Record<string, string>;
-  readonly extra: Record<string, unknown>;
-
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    options: { headers?: Record<string, string>; extra?: Record<string, unknown>; oauth?: boolean } = {},
-  ) {
-    super(message);
-    this.name = 'ApiError';
-    this.headers = options.headers ?? {};
-    this.extra = options.extra ?? {};
-    this.oauth = options.oauth ?? false;
-  }
-
-  /** OAuth endpoints (RFC 6749 5.2, RFC 8628 3.5) also carry `error_description`. */
-  readonly oauth: boolean;
-
-  toJSON(): ErrorBody {
-    const body: ErrorBody = { error: this.code, message: this.message, ...this.extra };
-    if (this.oauth) body.error_description = this.message;
-    return body;
-  }
-}
-
-export const invalidRequest = (message: string, extra?: Record<string, unknown>): ApiError =>
-  new ApiError(400, 'invalid_request', message, extra ? { extra } : {});
-
-export const unauthorized = (message = 'a valid access token is required', wwwAuthenticate?: string): ApiError =>
-  new ApiError(401, 'unauthorized', message, {
-    headers: { 'WWW-Authenticate': wwwAuthenticate ?? 'Bearer realm="platform"' },
-  });
-
-export const forbidden = (message = 'your role does not allow this'): ApiError => new ApiError(403, 'forbidden', message);
-
-export const notFound = (message = 'not found'): ApiError => new ApiError(404, 'not_found', message);
-
-export const unknownTenant = (): ApiError =>
-  new ApiError(404, 'unknown_tenant', 'no organisation is served at this host name');
-
-export const conflict = (code: string, message: string, extra?: Record<string, unknown>): ApiError =>
-  new ApiError(409, code, message, extra ? { extra } : {});
-
-export const payloadTooLarge = (limitBytes: number): ApiError =>
-  new ApiError(413, 'payload_too_large', `the request body is larger than ${limitBytes} bytes`);
-
-export const unsupportedMediaType = (accepted: readonly string[]): ApiError =>
-  new ApiError(415, 'unsupported_media_type', `the request body must be ${accepted.join(' or ')}`);
-
-export const methodNotAllowed = (allowed: readonly string[]): ApiError =>
-  new ApiError(405, 'method_not_allowed', 'this method is not allowed on this path', {
-    headers: { Allow: allowed.join(', ') },
-  });
-
-export const notReady = (message: string, extra: Record<string, unknown>): ApiError =>
-  new ApiError(503, 'not_ready', message, { extra });
-
 /**
- * A dependency (the database, Redis) cannot answer just now: refuse (never skip a security check,
- * never a 500), and say when to try again. The one code of every dependency outage.
+ * The code of each 4xx status an error of a library may carry (section 7 style); any other 4xx
+ * status keeps its number with `invalid_request` (the request could not be read). (Node answers a
+ * late head, an over-long URI or head itself, before any of this runs.)
  */
-export const unavailable = (what: string): ApiError =>
-  new ApiError(503, 'unavailable', `${what} is not reachable just now; try again shortly`, {
-    headers: { 'Retry-After': '1' },
-  });
-
-/**
- * The database's schema is older than this build (migrations pending, or a table missing): the
- * same refusal as an outage, with a longer wait, since an upgrade takes longer than a reconnect.
- */
-export const schemaNotMigrated = (): ApiError =>
-  new ApiError(503, 'unavailable', 'the service is being upgraded (its database migrations have not run yet); try again shortly', {
-    headers: { 'Retry-After': '5' },
-  });
-
-/** The code of each 4xx status an error of a library may carry (section 7 style). */
-const CODE_BY_STATUS: Record<number, string> = {
+const CODE_BY_STATUS: Partial<Record<number, ErrorCode>> = {
   400: 'invalid_request',
   401: 'unauthorized',
   403: 'forbidden',
   404: 'not_found',
   405: 'method_not_allowed',
-  408: 'request_timeout',
-  411: 'length_required',
   413: 'payload_too_large',
-  414: 'uri_too_long',
   415: 'unsupported_media_type',
   429: 'too_many_requests',
-  431: 'request_header_fields_too_large',
 };
 
 interface StatusCarrier {

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { ApiError } from './errors.js';
+import { ApiError } from '../errors.js';
 
 /**
  * Bounds on free-form JSON, checked before anything recursive touches a value: ajv on recursive

@@ -1,6 +1,6 @@
 import { isIPv6 } from 'node:net';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { invalidRequest } from './errors.js';
+import { invalidRequest } from '../errors.js';
 
 /**
  * The one trusted origin of a request. Every absolute URL the service builds or compares

@@ -1,4 +1,4 @@
-import { invalidRequest } from './errors.js';
+import { invalidRequest } from '../errors.js';
 
 /**
  * Keyset pagination of the lists that page by creation (oldest first): a page asks for one row

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ipKeyGenerator, rateLimit, type Store } from 'express-rate-limit';
-import type { ErrorCode } from './error-codes.js';
-import { ApiError, unavailable } from './errors.js';
+import type { ErrorCode } from '../error-codes.js';
+import { ApiError, unavailable } from '../errors.js';
 
 /**
  * Rate limits (express-rate-limit). Counters live in this process, or in Redis when REDIS_URL

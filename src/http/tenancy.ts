@@ -2,7 +2,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Deployment } from '../config.js';
 import type { OrganisationRecord } from '../modules/organisation/entities.js';
 import type { OrganisationService } from '../modules/organisation/service.js';
-import { unknownTenant } from './errors.js';
+import { unknownTenant } from '../errors.js';
 import { requestOrigin } from './origin.js';
 import { HOST_NAME } from '../modules/organisation/service.js';
 

@@ -1,4 +1,4 @@
-import { invalidRequest } from '../http/errors.js';
+import { invalidRequest } from '../errors.js';
 
 /**
  * Timestamps a request asks the service to store, or to compare with stored ones.

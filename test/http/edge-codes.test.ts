@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import request from 'supertest';
-import type { ErrorCode } from '../../src/http/error-codes.js';
+import type { ErrorCode } from '../../src/error-codes.js';
 import { acceptedKinds, errorCodesOf, readsDatabase, servedOn, type RouteDefinition } from '../../src/http/route.js';
 import { mintSession } from '../support/cloud.js';
 import { mintRun, type MintedRun } from '../support/cloud-agents.js';

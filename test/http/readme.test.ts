@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { ERROR_CODES, type ErrorCode } from '../../src/http/error-codes.js';
+import { ERROR_CODES, type ErrorCode } from '../../src/error-codes.js';
 import { errorCodesOf, fullProfile, servedOn, type RouteDefinition } from '../../src/http/route.js';
 import { startPlatform, type TestPlatform } from '../support/platform.js';
 
@@ -21,6 +21,8 @@ const OUTSIDE: Partial<Record<ErrorCode, { status: number; where: string }>> = {
   not_found: { status: 404, where: 'any path no operation serves' },
   method_not_allowed: { status: 405, where: 'a served path asked with a method it does not serve' },
   internal_error: { status: 500, where: 'any request (the OpenAPI `default` answer)' },
+  host_taken: { status: 409, where: 'the command line (`platform org create`, `platform org configure --host`)' },
+  ambiguous_person: { status: 409, where: 'the command line (a person named by an address)' },
 };
 
 let selfHosted: TestPlatform;

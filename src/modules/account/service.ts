@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { audit } from '../../audit.js';
-import { ApiError, conflict, invalidRequest, notFound } from '../../http/errors.js';
+import { ApiError, conflict, invalidRequest, notFound } from '../../errors.js';
 import { timestamp } from '../../util/clock.js';
 import { organisationSummary } from '../organisation/schemas.js';
 import type { OrganisationService } from '../organisation/service.js';

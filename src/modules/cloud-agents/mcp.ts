@@ -2,7 +2,7 @@ import { subject } from '@casl/ability';
 import type { Request } from 'express';
 import { abilityOf } from '../../../policies/index.js';
 import type { Principal } from '../../auth/principal.js';
-import { ApiError, notFound } from '../../http/errors.js';
+import { ApiError, notFound } from '../../errors.js';
 import { jsonBoundsViolation, type JsonLimits } from '../../http/json-bounds.js';
 import { requestOrigin, serviceOrigin } from '../../http/origin.js';
 import { defineRoute, refusedMethod, type Reply, type RouteDefinition } from '../../http/route.js';

@@ -5,7 +5,7 @@ import { abilityOf, defineAbilityFor } from '../../../policies/index.js';
 import { audit, actorOf } from '../../audit.js';
 import type { Principal, ProjectRole } from '../../auth/principal.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
-import { ApiError, conflict, invalidRequest, notFound } from '../../http/errors.js';
+import { ApiError, conflict, invalidRequest, notFound } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { hashSecret, newSecret } from '../../util/secrets.js';

@@ -1,7 +1,7 @@
 import { abilityOf, authorize, type Action } from '../../../policies/index.js';
 import { actorOf, audit } from '../../audit.js';
 import type { Principal } from '../../auth/principal.js';
-import { notFound } from '../../http/errors.js';
+import { notFound } from '../../errors.js';
 import { decodeCursor, encodeCursor, nextCursorSchema } from '../../http/pagination.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { named, timestampSchema } from '../../http/schema.js';

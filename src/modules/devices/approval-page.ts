@@ -1,7 +1,8 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { cookieHeader, readCookie as readHeaderCookie } from '../../http/cookies.js';
 import { isDatabaseUnavailable, isSchemaMissing, reasonOf } from '../../db/errors.js';
-import { ApiError, clientErrorOf } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
+import { clientErrorOf } from '../../http/errors.js';
 import { requestOrigin } from '../../http/origin.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { safeEqual } from '../../util/secrets.js';

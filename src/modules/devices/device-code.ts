@@ -4,7 +4,8 @@ import { defineAbilityFor } from '../../../policies/index.js';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { OrganisationRole } from '../../auth/principal.js';
 import { isUniqueViolation } from '../../db/errors.js';
-import { ApiError, forbidden, notFound } from '../../http/errors.js';
+import { ApiError, forbidden, notFound } from '../../errors.js';
+import type { ErrorCode } from '../../error-codes.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { hashSecret, newSecret } from '../../util/secrets.js';
@@ -54,7 +55,7 @@ export function normaliseUserCode(input: string): string | undefined {
 }
 
 /** RFC 8628 3.5 token-endpoint errors: 400 with `error` and `error_description`. */
-export const oauthError = (code: string, message: string): ApiError => new ApiError(400, code, message, { oauth: true });
+export const oauthError = (code: ErrorCode, message: string): ApiError => new ApiError(400, code, message, { oauth: true });
 
 export interface DeviceCodeSettings {
   deviceCodeTtlSeconds: number;

@@ -1,5 +1,5 @@
 import type { DpopVerifier } from '../../auth/dpop.js';
-import { invalidRequest } from '../../http/errors.js';
+import { invalidRequest } from '../../errors.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import type { JoinKeyService } from './join-keys.js';

@@ -3,7 +3,7 @@ import { decodeJwt } from 'jose';
 import { OrganisationLoginError, type OrganisationLogin } from '../../../adapters/identity/organisation-login.js';
 import type { IssuerSettings } from '../../../adapters/identity/organisation-oidc.js';
 import type { TokenResolver } from '../../auth/resolver.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 import type { OrganisationRecord } from '../organisation/entities.js';
 
 /**

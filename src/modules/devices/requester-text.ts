@@ -1,4 +1,4 @@
-import { invalidRequest } from '../../http/errors.js';
+import { invalidRequest } from '../../errors.js';
 
 /**
  * Text a device gives about itself (its name, its workspace, its User-Agent, a node's id) is shown

@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import { DpopError, requestHtu, type DpopVerifier } from '../../auth/dpop.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 
 /**
  * What the three token endpoints (device-code poll, join, refresh) share: OAuth error answers,

@@ -1,5 +1,5 @@
 import { DpopError, type DpopVerifier } from '../../auth/dpop.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 import { dpopProofHeader, NO_STORE, noStoreHeader, oauthErrorAnswer, proofRefusal, verifyTokenEndpointProof } from './token-endpoint.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';

@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { pairWithinGrace, sealPair } from '../../auth/refresh-grace.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { hashSecret, newSecret } from '../../util/secrets.js';

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { notReady } from '../../http/errors.js';
+import { notReady } from '../../errors.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { named } from '../../http/schema.js';
 

@@ -1,5 +1,5 @@
 import type { DataSource, SelectQueryBuilder } from 'typeorm';
-import { invalidRequest } from '../../http/errors.js';
+import { invalidRequest } from '../../errors.js';
 import { withinJsonBounds, type JsonLimits } from '../../http/json-bounds.js';
 import type { IngestAuditRecord, IngestEventRecord, IngestTaskRecord } from './entities.js';
 import { storableInstant } from '../../util/time.js';

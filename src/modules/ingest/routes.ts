@@ -1,6 +1,6 @@
 import { abilityOf, authorize } from '../../../policies/index.js';
 import type { Principal } from '../../auth/principal.js';
-import { ApiError, invalidRequest } from '../../http/errors.js';
+import { ApiError, invalidRequest } from '../../errors.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { named, timestampSchema } from '../../http/schema.js';

@@ -2,7 +2,7 @@ import type { DataSource } from 'typeorm';
 import { QueryFailedError } from 'typeorm';
 import type { FromSchema } from 'json-schema-to-ts';
 import type { MemoryReadRule } from '../../../policies/memory-reads.js';
-import { ApiError, notFound } from '../../http/errors.js';
+import { ApiError, notFound } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import { auditItemSteps, RedactionBudget, RedactionBudgetExceeded, redactSteps, redactTextSteps, type Steps } from './redaction.js';
 import type { ingestAnswerSchema, ingestEnvelopeSchema } from './schemas.js';

@@ -1,4 +1,4 @@
-import { ApiError, invalidRequest } from '../../http/errors.js';
+import { ApiError, invalidRequest } from '../../errors.js';
 import { PICTURE_LIMITS } from './schemas.js';
 
 /**

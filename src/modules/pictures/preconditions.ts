@@ -1,4 +1,4 @@
-import { ApiError, invalidRequest } from '../../http/errors.js';
+import { ApiError, invalidRequest } from '../../errors.js';
 
 /**
  * Conditional writes (RFC 9110 section 13, RFC 6585 section 3) with the spec's one addition:

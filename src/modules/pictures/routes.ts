@@ -1,7 +1,7 @@
 import { subject } from '@casl/ability';
 import { authorize, defineAbilityFor } from '../../../policies/index.js';
 import type { Principal, ProjectRole } from '../../auth/principal.js';
-import { notFound } from '../../http/errors.js';
+import { notFound } from '../../errors.js';
 import { defineRoute, type Reply, type RouteDefinition } from '../../http/route.js';
 import type { PictureRecord } from './entities.js';
 import { precheckPictureWrite } from './limits.js';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { isUniqueViolation } from '../../db/errors.js';
-import { ApiError, invalidRequest, notFound } from '../../http/errors.js';
+import { ApiError, invalidRequest, notFound } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { canonicalJson } from '../policy/merge.js';

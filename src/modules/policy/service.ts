@@ -5,7 +5,7 @@ import { DEFAULT_POLICY } from '../../../policies/default-policy.js';
 import { memoryReadRuleFor, type MemoryReadRule } from '../../../policies/memory-reads.js';
 import { audit, type AuditActor } from '../../audit.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../../db/errors.js';
-import { ApiError, conflict, invalidRequest, notFound } from '../../http/errors.js';
+import { ApiError, conflict, invalidRequest, notFound } from '../../errors.js';
 import { withinJsonBounds, type JsonLimits } from '../../http/json-bounds.js';
 import { compile, describeError } from '../../http/schema.js';
 import type { Clock } from '../../util/clock.js';

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { authorize, defineAbilityFor, type AppAbility } from '../../../policies/index.js';
 import { actorOf, audit } from '../../audit.js';
 import type { Principal } from '../../auth/principal.js';
-import { forbidden, notFound } from '../../http/errors.js';
+import { forbidden, notFound } from '../../errors.js';
 import { DEFAULT_PAGE_SIZE, pageQuerySchema } from '../../http/pagination.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { projectListSchema, projectMemberListSchema, projectMemberSchema, projectNameSchema, projectRoleSchema, projectSchema } from './schemas.js';

@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { ProjectRole } from '../../auth/principal.js';
 import { isForeignKeyViolation, isUniqueViolation, withRetries } from '../../db/errors.js';
-import { conflict, invalidRequest, notFound } from '../../http/errors.js';
+import { conflict, invalidRequest, notFound } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import type { ProjectRecord } from './entities.js';

@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { RequestListener } from 'node:http';
 import { parseAuthorization } from '../../auth/middleware.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { named } from '../../http/schema.js';
 import type { RelayHub } from './channel.js';

@@ -1,5 +1,5 @@
 import type { CloudSignInConfig } from '../../config.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
 import type { SignInStore } from './store.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { CloudSignInConfig, IdentityProviderId } from '../../config.js';
 import { IDENTITY_PROVIDERS } from '../../config.js';
-import type { ErrorCode } from '../../http/error-codes.js';
-import { ApiError, invalidRequest } from '../../http/errors.js';
+import type { ErrorCode } from '../../error-codes.js';
+import { ApiError, invalidRequest } from '../../errors.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { defineRoute, type Reply, type RouteDefinition } from '../../http/route.js';
 import { compile, describeError, type Schema } from '../../http/schema.js';

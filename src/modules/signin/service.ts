@@ -5,7 +5,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { audit } from '../../audit.js';
 import type { CloudSignInConfig, IdentityProviderId, SignInClient, SignInProviderId } from '../../config.js';
 import { isUniqueViolation } from '../../db/errors.js';
-import { ApiError, conflict, invalidRequest } from '../../http/errors.js';
+import { ApiError, conflict, invalidRequest } from '../../errors.js';
 import type { Mailer } from '../../mail/mailer.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';

@@ -1,6 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { pairWithinGrace, sealPair } from '../../auth/refresh-grace.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError } from '../../errors.js';
+import type { ErrorCode } from '../../error-codes.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { hashSecret, newSecret } from '../../util/secrets.js';
@@ -38,7 +39,7 @@ export interface SessionLifetimes {
 }
 
 /** Token endpoint refusal (RFC 6749 5.2): 400 with `error` and `error_description`. */
-export const oauthError = (code: string, message: string): ApiError => new ApiError(400, code, message, { oauth: true });
+export const oauthError = (code: ErrorCode, message: string): ApiError => new ApiError(400, code, message, { oauth: true });
 
 type RefreshOutcome = { tokens: SessionTokens } | { refusal: string; endSession?: string };
 

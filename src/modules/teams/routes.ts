@@ -2,7 +2,7 @@ import { subject } from '@casl/ability';
 import { abilityOf } from '../../../policies/index.js';
 import type { Principal } from '../../auth/principal.js';
 import type { TeamsConfig } from '../../config.js';
-import { forbidden } from '../../http/errors.js';
+import { forbidden } from '../../errors.js';
 import { requestOrigin } from '../../http/origin.js';
 import { DEFAULT_PAGE_SIZE, pageQuerySchema } from '../../http/pagination.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';

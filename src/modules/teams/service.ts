@@ -6,7 +6,7 @@ import { audit } from '../../audit.js';
 import type { OrganisationRole } from '../../auth/principal.js';
 import type { TeamsConfig } from '../../config.js';
 import { isUniqueViolation, withRetries } from '../../db/errors.js';
-import { ApiError, conflict, forbidden, invalidRequest, notFound } from '../../http/errors.js';
+import { ApiError, conflict, forbidden, invalidRequest, notFound } from '../../errors.js';
 import { decodeCursor, pageOf, type Page } from '../../http/pagination.js';
 import type { Mailer } from '../../mail/mailer.js';
 import type { Clock } from '../../util/clock.js';

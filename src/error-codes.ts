@@ -55,6 +55,8 @@ export const ERROR_CODES = {
   unavailable: 'A dependency did not answer: the database (stopped, restarting, unreachable, out of connections, or its migrations not yet applied) or Redis (rate-limit counters, DPoP replay cache); the request was refused, never let through unchecked. `Retry-After: 1` (5 while migrations are pending); send it again (ingest items are deduplicated by id).',
   not_ready: 'Readiness: a dependency is not reachable.',
   internal_error: 'The service failed unexpectedly; no detail is given. Quote the `X-Request-Id`.',
+  host_taken: 'The command line: the host name already serves another organisation.',
+  ambiguous_person: 'The command line: several members of the organisation have the address given; name the person by id.',
 } as const satisfies Record<string, string>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
