@@ -9,7 +9,8 @@ import { leakIn, sample, seeded } from '../support/leaks.js';
 /**
  * Real-world leaks (test/fixtures/leaks): a .env file, curl commands with headers, a kube config,
  * an AWS credentials file, git remotes, .git-credentials and .netrc, connection strings, a Docker
- * config, an .npmrc. Each holds «placeholders» that are filled at run time with fake credentials
+ * config, an .npmrc, a shell history with passwords as flags (`mysql -p…`, `docker login -p`,
+ * `sshpass -p`) and a `.pgpass`. Each holds «placeholders» that are filled at run time with fake credentials
  * of the right shape (so the repository holds nothing a secret scanner would flag); every one
  * must be gone after redaction, as text (command output), as the structure a workbench would parse
  * it into, and as text JSON-encoded inside a string. What names the places (hosts, users, regions)
@@ -107,6 +108,7 @@ const CORPUS: { file: string; parse?: (text: string) => unknown; keeps: string[]
   { file: 'connection-strings.txt', keeps: ['analytics:', 'pg.internal:5432', 'cluster0.abcde.mongodb.net', 'User ID=app', 'AccountName=acme', 'user=app'] },
   { file: 'docker-config.json', parse: (text) => JSON.parse(text) as unknown, keeps: ['registry.example.com', 'ghcr.io', 'desktop'] },
   { file: 'npmrc.ini', keeps: ['registry=https://registry.npmjs.org/', 'always-auth=true'] },
+  { file: 'shell-history.sh', keeps: ['mysql -u root -p', 'registry.example.com', 'deploy@build.internal', 'pg.internal:5432:app:app_user:', 'ssh -p 2222', 'mkdir -p /srv/app/logs', 'cp -p config.yaml'] },
 ];
 
 describe('real-world leaks', () => {

@@ -155,6 +155,8 @@ const POSITIVE: readonly (readonly [string, string, string])[] = (() => {
   whole('url_token', sample(HEX, 40), 'https://', '@git.example.com/r.git');
   cases.push(['netrc', 'machine api.example.com login bob password hunter2', `machine api.example.com login bob password ${R('netrc')}`]);
   cases.push(['netrc', 'machine git.example.com\n  login bob\n  password s3cr3t-pw\n', `machine git.example.com\n  login bob\n  password ${R('netrc')}\n`]);
+  cases.push(['password', 'db.internal:5432:app:app_user:s3cr3t:pw!', `db.internal:5432:app:app_user:${R('password')}`]);
+  cases.push(['password', '# pgpass\n*:*:*:replicator:Zq8vR3x\nnext', `# pgpass\n*:*:*:replicator:${R('password')}\nnext`]);
 
   // Passwords in URLs: user and host stay.
   cases.push(['url_password', 'postgres://app:S3cr3t-pw@db.internal:5432/app', `postgres://app:${R('url_password')}@db.internal:5432/app`]);
@@ -255,6 +257,8 @@ const NEGATIVE: readonly (readonly [string, string])[] = [
   ['url_token', 'mailto:averyveryverylongname@example.com'],
   ['netrc', 'the machine learning password policy'],
   ['netrc', 'machine x login y'],
+  ['password', 'listening on 0.0.0.0:5432: ready to accept connections'],
+  ['password', 'pg.internal:5432 is up'],
   ['url_password', 'https://example.com:8443/path?x=1#y'],
   ['url_password', 'https://user@host.example.com/'],
   ['url_password', 'postgres://localhost:5432/db'],
@@ -694,6 +698,10 @@ describe('performance', () => {
     ['prefixed names', fill('db_password_token_secret_')],
     ['colon values', fill('token: ')],
     ['flags', fill('--password --token ')],
+    ['-p runs', fill('-p ')],
+    ['command -p runs', fill('mysql -p')],
+    ['login -p runs', `docker login ${fill('-p ')}`],
+    ['pgpass fields', fill('\nh:5432:a:b:')],
     ['sk runs', fill('sk-')],
     ['AKIA runs', fill('AKIA')],
     ['Bearer runs', fill('Bearer ')],

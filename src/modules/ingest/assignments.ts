@@ -143,6 +143,81 @@ export const ASSIGNMENT_KINDS = ['assignment', 'cookie', 'authorization'] as con
 /** `curl -u user:password`, `--user`, `--proxy-user`: the part after the first `:` is a password. */
 const USER_FLAGS: ReadonlySet<string> = new Set(['-u', '-U', '--user', '--proxy-user']);
 
+/**
+ * `-p` is a password only for some commands, and only in their own spelling of it: the MySQL and
+ * MariaDB clients take it attached (`mysql -pSecret`; `-p secret` prompts, and `secret` is a
+ * database), `sshpass` and the registry logins (`docker login -u bob -p secret`) take it as the
+ * next word. Elsewhere `-p` is a port, a parent directory or a preserve flag, and stays.
+ */
+const ATTACHED_PASSWORD_COMMANDS: ReadonlySet<string> = new Set(['mysql', 'mysqldump', 'mysqladmin', 'mysqlimport', 'mysqlshow', 'mysqlcheck', 'mariadb', 'mariadb-dump', 'mariadb-admin', 'mariadb-import', 'mariadb-check']);
+const SEPARATE_PASSWORD_COMMANDS: ReadonlySet<string> = new Set(['sshpass']);
+/** Commands whose `login` subcommand takes `-p <password>`. */
+const LOGIN_COMMANDS: ReadonlySet<string> = new Set(['docker', 'podman', 'nerdctl', 'buildah', 'skopeo', 'helm', 'oras', 'crane', 'cf']);
+/** How far back a `-p` looks for the start of its line, and how many words of it it reads. */
+const COMMAND_REACH = 160;
+
+/** What the last `-p` learned of its line, so that the next `-p` of the same line reads nothing twice. */
+interface CommandMemo {
+  /** Where the last `-p` stood (-1: none yet). */
+  at: number;
+  /** The start of its line, or -1 when that is further back than COMMAND_REACH. */
+  lineStart: number;
+  /** Its line's verdict. */
+  form: 'attached' | 'separate' | undefined;
+}
+
+/**
+ * The command of the line `at` stands in, as far as `-p` needs it: 'attached', 'separate', or
+ * undefined. Reads back to the line's start (at most COMMAND_REACH characters) and its first
+ * words (after `sudo`, `env` and `NAME=value` prefixes), once per line: a later `-p` of the same
+ * line reads back only to the one before it (`memo`), so a line of a million `-p` costs one scan.
+ */
+function passwordFlagOf(text: string, at: number, memo: CommandMemo): 'attached' | 'separate' | undefined {
+  const reachLimit = Math.max(0, at - COMMAND_REACH);
+  const memoLimit = memo.at >= 0 && memo.at < at ? memo.at : -1;
+  const limit = Math.max(reachLimit, memoLimit);
+  let start = at;
+  let found = false;
+  while (start > limit) {
+    const code = text.charCodeAt(start - 1);
+    // The line, or the command of it: a line break, `;`, `|`, `&`, `$(`, or a quote ends it.
+    if (code === NEWLINE || code === RETURN || code === 59 || code === 124 || code === 38 || code === 36 || code === 34 || code === 96) {
+      found = true;
+      break;
+    }
+    start--;
+  }
+  if (!found && memoLimit >= 0 && start === memoLimit) {
+    // No break since the last `-p`: the same line, already judged.
+    memo.at = at;
+    return memo.form;
+  }
+  const lineStart = found || start === 0 ? start : -1;
+  memo.at = at;
+  memo.lineStart = lineStart;
+  memo.form = lineStart < 0 ? undefined : commandForm(text, lineStart, at);
+  return memo.form;
+}
+
+function commandForm(text: string, start: number, at: number): 'attached' | 'separate' | undefined {
+  const words: string[] = [];
+  let index = start;
+  while (index < at && words.length < 4) {
+    while (index < at && isBlank(text.charCodeAt(index))) index++;
+    const wordStart = index;
+    while (index < at && !isSpace(text.charCodeAt(index))) index++;
+    if (index > wordStart) words.push(text.slice(wordStart, index));
+  }
+  let first = 0;
+  while (first < words.length && (words[first] === 'sudo' || words[first] === 'env' || words[first]!.includes('='))) first++;
+  const command = words[first]?.split('/').pop();
+  if (command === undefined) return undefined;
+  if (ATTACHED_PASSWORD_COMMANDS.has(command)) return 'attached';
+  if (SEPARATE_PASSWORD_COMMANDS.has(command)) return 'separate';
+  if (LOGIN_COMMANDS.has(command) && words.slice(first + 1).includes('login')) return 'separate';
+  return undefined;
+}
+
 class Rewriter {
   private out = '';
   private copied = 0;
@@ -189,6 +264,7 @@ export function* assignmentSteps(text: string, found: string[], spend: (work: nu
   let pairName: { info: NameInfo; until: number } | undefined;
   // The line a `Cookie:` value runs to, measured once: [start, end, last `=` in it].
   let cookieLine: [number, number, number] = [-1, -1, -1];
+  const commandMemo: CommandMemo = { at: -1, lineStart: -1, form: undefined };
   let index = 0;
   while (index < length) {
     if (index >= nextOffer) {
@@ -202,6 +278,31 @@ export function* assignmentSteps(text: string, found: string[], spend: (work: nu
     const nameStart = index;
     while (index < length && isNameChar(text.charCodeAt(index))) index++;
     const nameEnd = index;
+
+    // `mysql -pSecret`, `sshpass -p secret`, `docker login -p secret`: a word of its own, `-p`
+    // first, on a line of a command that takes a password that way.
+    if (text.charCodeAt(nameStart) === 45 && text.charCodeAt(nameStart + 1) === 112 && (nameStart === 0 || isSpace(text.charCodeAt(nameStart - 1)))) {
+      const attachedValue = nameEnd - nameStart > 2;
+      const form = attachedValue || nameEnd === nameStart + 2 ? passwordFlagOf(text, nameStart, commandMemo) : undefined;
+      if (form === 'attached' && attachedValue) {
+        const end = bareEnd(text, nameStart + 2);
+        rewriter.replace(nameStart + 2, end, 'assignment');
+        index = end;
+        continue;
+      }
+      if (form === 'separate' && !attachedValue) {
+        let valueStart = nameEnd;
+        while (valueStart < length && isBlank(text.charCodeAt(valueStart))) valueStart++;
+        const open = quoteAt(text, valueStart);
+        const [valueEnd, after] = open ? closingOf(text, open.end, open) : [bareEnd(text, valueStart), bareEnd(text, valueStart)];
+        const contentStart = open ? open.end : valueStart;
+        if (valueEnd > contentStart && !text.startsWith(MARKER_START, contentStart)) {
+          rewriter.replace(contentStart, valueEnd, 'assignment');
+          index = after;
+          continue;
+        }
+      }
+    }
 
     // What follows the name: a closing quote, blanks, a separator.
     let cursor = nameEnd;

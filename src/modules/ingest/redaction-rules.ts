@@ -174,6 +174,13 @@ export const TEXT_RULES: readonly TextRule[] = [
     pattern: rx('(?<pre>Private-Lines:[ \\t]{0,8}[0-9]{1,4}\\r?\\n)(?<secret>(?:[A-Za-z0-9+/=]{1,128}\\r?\\n){0,511}[A-Za-z0-9+/=]{1,128})(?=[\\r\\n]|$)', 'i'),
   },
   {
+    kind: 'password',
+    why: 'A PostgreSQL password file (.pgpass) line, host:port:database:user:password; found by the default port 5432 or the wildcard port (a line with another port and no other sign passes).',
+    hints: [':5432:', ':*:'],
+    pattern: rx('(?<pre>(?:^|[\\r\\n])[A-Za-z0-9._*-]{1,253}:(?:5432|\\*):[^:\\s]{1,63}:[^:\\s]{1,63}:)(?<secret>[^\\r\\n]{1,256})(?=[\\r\\n]|$)'),
+    accept: (secret) => !secret.startsWith('[REDACTED:'),
+  },
+  {
     kind: 'jwt',
     why: 'A JWT (JWS, or JWE with five parts) is a bearer credential: three base64url parts whose header is JSON naming an `alg`.',
     hints: ['eyj'],

@@ -433,14 +433,14 @@ function* textSteps(text: string, depth: number, w: Walk, json = true): Steps<st
       }
     }
   }
-  // Every assignment has a sign (`=`, `:`, `>` of XML), is a flag (`--name value`, `-u`), or a
-  // quoted name and a comma (`define('DB_PASSWORD', …)`).
+  // Every assignment has a sign (`=`, `:`, `>` of XML), is a flag (`--name value`, `-u`, a
+  // command's `-p`), or a quoted name and a comma (`define('DB_PASSWORD', …)`).
   if (!MAY_ASSIGN.test(current)) return current;
   const meter = (work: number) => long && spend(w, work);
   return long ? yield* assignmentSteps(current, found, meter) : drain(assignmentSteps(current, found, meter));
 }
 
-const MAY_ASSIGN = /[=:>]|-[-uU]|["'`][ \t]*,/;
+const MAY_ASSIGN = /[=:>]|-[-uUp]|["'`][ \t]*,/;
 
 /** Every rule's hints in one pattern: most strings hold none, and one scan tells (alternatives of literals: linear). */
 const ANY_HINT = new RegExp([...new Set(TEXT_RULES.flatMap((rule) => rule.hints))].map((hint) => hint.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'i');
