@@ -157,7 +157,7 @@ describe('reuse detection inside the grace', () => {
     let refresh = tokens.body.refresh_token as string;
     for (let day = platform.clock.now().getTime() + DAY_MS / 2; day < codeExpiry + DAY_MS; day += DAY_MS / 2) {
       platform.clock.set(day);
-      const refreshed = await call(platform, 'post', '/auth/v1/token', { body: { grant_type: 'refresh_token', refresh_token: refresh } });
+      const refreshed = await call(platform, 'post', '/auth/v1/token', { body: { grant_type: 'refresh_token', refresh_token: refresh, client_id: 'console' } });
       expect(refreshed.status).toBe(200);
       refresh = refreshed.body.refresh_token;
     }
@@ -165,7 +165,7 @@ describe('reuse detection inside the grace', () => {
     await sweep();
     const replay = await call(platform, 'post', '/auth/v1/token', { body: exchange });
     expect(replay.body).toMatchObject({ error: 'invalid_grant', error_description: 'the code was already used; the session it started has ended' });
-    const after = await call(platform, 'post', '/auth/v1/token', { body: { grant_type: 'refresh_token', refresh_token: refresh } });
+    const after = await call(platform, 'post', '/auth/v1/token', { body: { grant_type: 'refresh_token', refresh_token: refresh, client_id: 'console' } });
     expect(after.body).toMatchObject({ error: 'invalid_grant' });
 
     platform.clock.set(codeExpiry + DAY_MS + 1);
@@ -193,7 +193,7 @@ describe('Cloud sessions', () => {
     expect(await keysOf('cloud_session_tokens', 'id', `session_id = '${leavingSession}'`)).toEqual([]);
     // The other session: untouched, and its tokens still work.
     expect(await keysOf('cloud_sessions', 'id', `id = '${stayingSession}'`)).toEqual([stayingSession]);
-    const refreshed = await call(platform, 'post', '/auth/v1/token', { body: { grant_type: 'refresh_token', refresh_token: staying.refresh_token } });
+    const refreshed = await call(platform, 'post', '/auth/v1/token', { body: { grant_type: 'refresh_token', refresh_token: staying.refresh_token, client_id: 'console' } });
     expect(refreshed.status).toBe(200);
   });
 
