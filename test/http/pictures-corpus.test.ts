@@ -89,5 +89,6 @@ describe('the SVG corpora through the API', () => {
       if (tools.has(file)) await expectStoredNormalised('t', file, text, checkSvg(text).svg);
       else expect({ file, status: (await save(`r-${slugOf(file)}`.slice(0, 60), text)).status }).toEqual({ file, status: 400 });
     }
-  });
+    // About 140 pictures, each saved twice and read back: minutes on MariaDB on a busy machine.
+  }, 240_000);
 });
