@@ -69,6 +69,12 @@ function rangeMessage(min: number, max: number) {
   return (issue: { input?: unknown }) => `must be between ${min} and ${max} (got ${String(issue.input)})`;
 }
 
+/** Empty, or the digits of a number from `min` to `max` as far as their count says (`^([1-9][0-9]{0,4})?$` for 1 to 36500). */
+function digitsPattern(min: number, max: number): string {
+  const more = String(max).length - 1;
+  return `^(${min === 0 ? '0|' : ''}[1-9][0-9]{0,${more}})?$`;
+}
+
 /** A whole number from `min` to `max` (digits only: no sign, no exponent, no fraction). */
 export function integer<const O extends VariableDoc & { min: number; max: number; default?: number }>(options: O): Variable<Defaulted<O, number>> {
   const { min, max } = options;
@@ -82,8 +88,8 @@ export function integer<const O extends VariableDoc & { min: number; max: number
     ...options,
     default: options.default === undefined ? undefined : String(options.default),
     values: `${min}–${max}`,
-    // Unset in the chart: an empty string (or digits, as the service reads them).
-    json: options.default === undefined ? { anyOf: [json, { type: 'string', pattern: '^[0-9]*$' }] } : json,
+    // Unset in the chart: an empty string (or the number's digits, as the service reads them).
+    json: options.default === undefined ? { anyOf: [json, { type: 'string', pattern: digitsPattern(min, max) }] } : json,
   });
 }
 
@@ -129,7 +135,7 @@ export function size<const O extends VariableDoc & { default: string }>(options:
 }
 
 /** Any text (checked, where it is, by a rule that reads other variables too: src/config.ts). */
-export function text<const O extends VariableDoc & { default?: string }>(options: O): Variable<Defaulted<O, string>> {
+export function text<const O extends VariableDoc & { default?: string; values?: string }>(options: O): Variable<Defaulted<O, string>> {
   return declare<Defaulted<O, string>>(z.string(), { ...options, json: { type: 'string' } });
 }
 

@@ -1,5 +1,6 @@
 import { DEPLOYMENTS } from '../deployment.js';
 import { ORGANISATION_PLANS } from '../modules/organisation/entities.js';
+import { SIGN_IN_PROVIDERS } from '../modules/signin/settings.js';
 import {
   corsAllowedOrigins,
   database,
@@ -33,11 +34,18 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 
 /** A key of at least 32 bytes, base64url, as the chart accepts it (empty: unset). */
 const SECRET_KEY_JSON: JsonSchema = { type: 'string', pattern: '^(|[A-Za-z0-9+/_-]{43,}={0,2})$' };
+const SECRET_KEY_VALUES = '≥ 32 random bytes, base64url';
+/** An identity provider's endpoint, checked when the provider is enabled (src/config.ts). */
+const PROVIDER_URL_VALUES = 'an https URL (http on loopback with `OIDC_ALLOW_HTTP_LOOPBACK`)';
 
 export const VARIABLES = {
-  PLATFORM_DEPLOYMENT: choice(DEPLOYMENTS, { default: 'self-hosted', description: '`self-hosted` or `cloud`.' }),
+  PLATFORM_DEPLOYMENT: choice(DEPLOYMENTS, {
+    default: 'self-hosted',
+    description: 'Which deployment this is: Cloud (the caller names the organisation) or self-hosted (the host name does).',
+  }),
   PLATFORM_BASE_URL: parsed(httpOrigin, {
     defaultNote: 'none (required on Cloud)',
+    values: 'an http(s) origin',
     json: { type: 'string', pattern: '^(|https?://[^/?#]+/?)$' },
     description:
       "The public origin, e.g. `https://api.platform.example`: every absolute URL the service builds or checks (discovery `apiBaseUrl`, `verification_uri`, DPoP `htu`, the approval page's redirect URI) starts with it. Self-hosted without it: the request's validated host name (see [One trusted origin](#one-trusted-origin)); self-hosted with it: its host also selects the organisation.",
@@ -88,19 +96,23 @@ export const VARIABLES = {
   DATABASE_URL: parsed(database, {
     default: 'sqlite:./data/platform.sqlite',
     secret: true,
-    json: { type: 'string', pattern: '^(|sqlite:.+|(mysql|mariadb)://.+/.+)$' },
+    values: '`sqlite:…`, `mysql://…`, `mariadb://…`',
+    // The chart keeps SQLite's URL itself (`database.kind: sqlite`): its secret is MySQL's or MariaDB's.
+    json: { type: 'string', pattern: '^(|(mysql|mariadb)://.+/.+)$' },
     description:
       '`sqlite:<file>` (embedded, WAL), `sqlite::memory:`, `mysql://user:password@host:3306/db` (MySQL 8.0+) or `mariadb://…` (MariaDB 10.11+): see [Supported databases](#supported-databases). Unreachable at start: the service waits for it (see [Health, readiness and start-up](#health-readiness-and-start-up)).',
   }),
   REDIS_URL: parsed(redisUrl, {
     secret: true,
+    values: '`redis://…`, `rediss://…`',
     json: { type: 'string', pattern: '^(|rediss?://.+)$' },
     description:
       '`redis://…` or `rediss://…`. Shared state for several replicas (rate limits, DPoP replay cache, relay presence and routing). Without it that state lives in the process: one replica only, and `/readyz` says `redis: not configured`, `rateLimits: in process`, `replayCache: in process`, `relay: in process`.',
   }),
-  LOG_LEVEL: choice(LOG_LEVELS, { default: 'info', description: '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`.' }),
+  LOG_LEVEL: choice(LOG_LEVELS, { default: 'info', description: 'The least severe level logged; `silent`: nothing.' }),
   TRUST_PROXY: parsed(trustProxy, {
     default: 'false',
+    values: '`false`, `true`, a hop count, addresses/subnets',
     json: { type: ['string', 'integer', 'boolean'] },
     description:
       'Whether `X-Forwarded-Host`/`-Proto`/`-For` are believed: `false`, `true`, a hop count, or a comma list of addresses/subnets (`loopback`, `10.0.0.0/8`). Only a trusted proxy may choose the tenant host name; it must send one value per header (a comma list is refused).',
@@ -108,11 +120,13 @@ export const VARIABLES = {
   JSON_BODY_LIMIT: size({ default: '1mb', description: 'Largest JSON body accepted (`512kb`, `2mb`, bytes); larger: 413.' }),
   METRICS_TOKEN: parsed(metricsToken, {
     secret: true,
+    values: '16–512 visible ASCII characters',
     json: { type: 'string', pattern: '^(|[!-~]{16,512})$' },
     description:
       'Bearer token `GET /metrics` asks for (16 to 512 visible ASCII characters, e.g. `openssl rand -base64 32`), compared in constant time; a scrape without it, or with another, is 401. Unset: `/metrics` is open to whoever reaches the port (see [Reading metrics](#reading-metrics)).',
   }),
   CORS_ALLOWED_ORIGINS: parsed(corsAllowedOrigins, {
+    values: 'comma list of origins',
     json: { type: 'string', pattern: '^$|^https?://[^,/\\s]+(, *https?://[^,/\\s]+)*$' },
     description:
       'Comma list of exact browser origins (`https://console.example.com`; http only on a loopback address) whose pages may call the API: their requests get CORS headers and their preflights are answered. Unset: no CORS header at all (see [CORS for consoles](#cors-for-consoles)).',
@@ -201,6 +215,7 @@ export const VARIABLES = {
   DPOP_NONCE_SECRET: parsed(secretKey, {
     secret: true,
     defaultNote: 'random per process',
+    values: SECRET_KEY_VALUES,
     json: SECRET_KEY_JSON,
     description: 'Key of the stateless nonces, ≥ 32 bytes base64url; set the same value on every replica.',
   }),
@@ -277,6 +292,7 @@ export const VARIABLES = {
   }),
   SIGNING_KEYS_SECRET: parsed(secretKey, {
     secret: true,
+    values: SECRET_KEY_VALUES,
     json: SECRET_KEY_JSON,
     description:
       "≥ 32 random bytes, base64url (`openssl rand -base64 32`). Seals the relay's signing keys in the database so every replica signs with and publishes the same keys; set the same value on every replica. Unset: the keys live in the process (one replica; a restart makes a new key), and a start with `REDIS_URL` logs a warning.",
@@ -289,11 +305,13 @@ export const VARIABLES = {
     description: 'How long a signing key signs before the next one takes over (at least an hour).',
   }),
   AUTH_CONSOLE_REDIRECT_URIS: parsed(redirectUris('console'), {
+    values: 'comma list of URIs',
     json: { type: 'string' },
     description:
       "Cloud: comma list of the console's redirect URIs, matched exactly: `https://…`, or `http://` on a loopback address (`127.0.0.1`, `[::1]`, `localhost`). No fragment.",
   }),
   AUTH_MOBILE_REDIRECT_URIS: parsed(redirectUris('mobile'), {
+    values: 'comma list of URIs',
     json: { type: 'string' },
     description:
       "Cloud: the mobile app's redirect URIs: as above, or a private-use scheme named as a reverse domain (`com.example.app:/callback`, RFC 8252 7.1).",
@@ -303,34 +321,49 @@ export const VARIABLES = {
       'Cloud: enable sign-in with Google (OpenID Connect), with `GOOGLE_CLIENT_SECRET`. Both or neither; the same for each provider below.',
   }),
   GOOGLE_CLIENT_SECRET: text({ secret: true, description: 'Cloud: the client secret of sign-in with Google.' }),
-  GOOGLE_ISSUER: text({ default: 'https://accounts.google.com', description: "Google's issuer (metadata by discovery)." }),
+  GOOGLE_ISSUER: text({
+    default: 'https://accounts.google.com',
+    values: PROVIDER_URL_VALUES,
+    description: "Google's issuer (metadata by discovery).",
+  }),
   MICROSOFT_CLIENT_ID: text({ description: 'Cloud: enable sign-in with Microsoft (OpenID Connect).' }),
   MICROSOFT_CLIENT_SECRET: text({ secret: true, description: 'Cloud: the client secret of sign-in with Microsoft.' }),
   MICROSOFT_ISSUER: text({
     default: 'https://login.microsoftonline.com/common/v2.0',
+    values: PROVIDER_URL_VALUES,
     description: "Microsoft's issuer: `common` (work, school and personal accounts), `organizations`, `consumers` or a tenant.",
   }),
   GITHUB_CLIENT_ID: text({ description: 'Cloud: enable sign-in with GitHub (OAuth 2 app).' }),
   GITHUB_CLIENT_SECRET: text({ secret: true, description: 'Cloud: the client secret of the GitHub app.' }),
   GITHUB_AUTHORIZATION_URL: text({
     default: 'https://github.com/login/oauth/authorize',
+    values: PROVIDER_URL_VALUES,
     description: "GitHub's authorization endpoint (GitHub Enterprise: your server's).",
   }),
-  GITHUB_TOKEN_URL: text({ default: 'https://github.com/login/oauth/access_token', description: "GitHub's token endpoint." }),
-  GITHUB_API_URL: text({ default: 'https://api.github.com', description: "GitHub's API." }),
+  GITHUB_TOKEN_URL: text({
+    default: 'https://github.com/login/oauth/access_token',
+    values: PROVIDER_URL_VALUES,
+    description: "GitHub's token endpoint.",
+  }),
+  GITHUB_API_URL: text({ default: 'https://api.github.com', values: PROVIDER_URL_VALUES, description: "GitHub's API." }),
   FACEBOOK_CLIENT_ID: text({ description: 'Cloud: enable sign-in with Facebook (the app id).' }),
   FACEBOOK_CLIENT_SECRET: text({ secret: true, description: "Cloud: the Facebook app's secret." }),
   FACEBOOK_AUTHORIZATION_URL: text({
     default: 'https://www.facebook.com/v23.0/dialog/oauth',
+    values: PROVIDER_URL_VALUES,
     description: "Facebook's authorization endpoint. Every provider URL must be https (http on loopback only with `OIDC_ALLOW_HTTP_LOOPBACK=true`).",
   }),
-  FACEBOOK_TOKEN_URL: text({ default: 'https://graph.facebook.com/v23.0/oauth/access_token', description: "Facebook's token endpoint." }),
-  FACEBOOK_API_URL: text({ default: 'https://graph.facebook.com/v23.0', description: "Facebook's API." }),
+  FACEBOOK_TOKEN_URL: text({
+    default: 'https://graph.facebook.com/v23.0/oauth/access_token',
+    values: PROVIDER_URL_VALUES,
+    description: "Facebook's token endpoint.",
+  }),
+  FACEBOOK_API_URL: text({ default: 'https://graph.facebook.com/v23.0', values: PROVIDER_URL_VALUES, description: "Facebook's API." }),
   AUTH_PROVIDER_ORDER: parsed(providerOrder, {
-    default: 'google,microsoft,github,facebook,email',
+    default: SIGN_IN_PROVIDERS.join(','),
+    values: `comma list of ${SIGN_IN_PROVIDERS.map((id) => `\`${id}\``).join(', ')}`,
     json: { type: 'string' },
-    description:
-      'Display order of `GET /auth/v1/providers`; providers left out follow in the default order; only enabled ones (and `email`) are listed.',
+    description: 'Display order of `GET /auth/v1/providers`; providers left out follow in the default order; only enabled ones (and `email`) are listed.',
   }),
   AUTH_ACCESS_TOKEN_TTL_SECONDS: integer({
     default: 900,
@@ -391,6 +424,7 @@ export const VARIABLES = {
   AUTH_CODE_SECRET: parsed(secretKey, {
     secret: true,
     defaultNote: 'random per process',
+    values: SECRET_KEY_VALUES,
     json: SECRET_KEY_JSON,
     description:
       'Key of the HMAC emailed codes are stored under, ≥ 32 bytes base64url; set the same value on every replica (unset: one replica only, and codes pending at a restart stop working).',
@@ -410,7 +444,7 @@ export const VARIABLES = {
   }),
   CLOUD_TEAM_PLAN: choice(ORGANISATION_PLANS, {
     default: 'teams',
-    description: "Cloud: the plan of a new team (`free`, `teams` or `enterprise`); a team's edition is `teams` whatever its plan.",
+    description: "Cloud: the plan of a new team; a team's edition is `teams` whatever its plan.",
   }),
   CLOUD_INVITATION_TTL_SECONDS: integer({
     default: 7 * 86_400,
@@ -420,6 +454,7 @@ export const VARIABLES = {
     description: 'Cloud: how long a team invitation works; single use either way.',
   }),
   CLOUD_INVITATION_URL: parsed(invitationUrl, {
+    values: 'an https URL with `{token}`',
     json: { type: 'string' },
     description:
       "Cloud: the console's page for an invitation, with `{token}` once (`https://console.example.com/join#{token}`; https, or http on loopback). Unset: the link is the public preview, `<PLATFORM_BASE_URL>/cloud/v1/invitations/<token>`. See [Teams](#teams-cloud).",
@@ -432,12 +467,14 @@ export const VARIABLES = {
   }),
   SMTP_URL: parsed(smtpUrl, {
     secret: true,
+    values: '`smtp://…`, `smtps://…`',
     json: { type: 'string', pattern: '^(|smtps?://[^/].*)$' },
     description:
       '`smtp://user:password@host:587` or `smtps://…:465`: mails go out by SMTP (nodemailer). Unset: they are written to `MAIL_OUTBOX_DIR`.',
   }),
   MAIL_FROM: parsed(mailFrom, {
     defaultNote: '`Platform <no-reply@<host of PLATFORM_BASE_URL>>`',
+    values: 'a mail address',
     json: { type: 'string' },
     description: "Sender of the service's mails.",
   }),
