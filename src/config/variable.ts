@@ -8,6 +8,12 @@ import { z } from 'zod';
  * generated, test/deploy/config-variables.test.ts fails when they drift).
  *
  * A refusal's message completes "VARIABLE: …" on one line; a secret's value is never in it.
+ *
+ * Why zod rather than envalid: each check carries its own message (the refusals stay word for word
+ * what they were), a value's type is inferred from its schema (so `Config` is too), and a parser of
+ * our own (a URL list, a key) is a transform like any other. envalid's built-in readers take
+ * other spellings than the service always has, so nearly every variable would need a custom
+ * validator there, and its reporting would have to be replaced to keep the lines and exit 2.
  */
 
 /** A JSON Schema (draft-07) fragment: what the Helm chart's values.schema.json accepts for a value. */
