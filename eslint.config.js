@@ -44,6 +44,24 @@ export default tseslint.config(
     },
   },
   {
+    // Modules receive their settings (src/app.ts builds them from the configuration); the
+    // configuration may read a module's word lists to validate values, never the other way.
+    files: ['src/modules/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '(^|/)config(\\.js|/.*)$',
+              message: 'A module receives its settings from src/app.ts; it does not read the configuration (src/config.ts, src/config/).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['test/**', 'scripts/**', 'bin/**'],
     rules: { 'no-console': 'off', '@typescript-eslint/no-non-null-assertion': 'off' },
   },

@@ -64,7 +64,7 @@ import { signInRateLimits, signInRoutes } from './modules/signin/routes.js';
 import { SignInService } from './modules/signin/service.js';
 import { ProofOfWork, type EmailStartCheck } from './modules/signin/email-start-check.js';
 import { CloudSessions } from './modules/signin/sessions.js';
-import type { IdentityProviderId } from './config.js';
+import type { IdentityProviderId } from './modules/signin/settings.js';
 import { TeamService } from './modules/teams/service.js';
 import { teamRateLimits, teamRoutes } from './modules/teams/routes.js';
 import type { IncomingMessage } from 'node:http';
@@ -209,11 +209,13 @@ export function buildApp(deps: AppDependencies): Platform {
       }),
     );
   }
-  const sessions = new CloudSessions(dataSource, clock, config.cloud);
+  // Sign-in's own settings: the providers' client secrets and the code key stay here, in the composition root.
+  const { providers: _providers, codeSecret: _codeSecret, emailProofOfWorkBits: _proofOfWorkBits, ...signInSettings } = config.cloud;
+  const sessions = new CloudSessions(dataSource, clock, signInSettings);
   // Sign-in builds absolute URLs where no request is at hand: from PLATFORM_BASE_URL alone.
   const ownOrigin = serviceOrigin(config.baseUrl);
   const signIn = new SignInService(dataSource, clock, {
-    config: config.cloud,
+    config: signInSettings,
     origin: ownOrigin,
     providers,
     organisations,
@@ -257,23 +259,23 @@ export function buildApp(deps: AppDependencies): Platform {
   ];
 
   const registry = new RouteRegistry();
-  registry.add(...healthRoutes(probes, { checked: (usable) => metrics.readinessChecked(usable) }), ...discoveryRoutes(config), ...organisationRoutes());
+  registry.add(...healthRoutes(probes, { checked: (usable) => metrics.readinessChecked(usable) }), ...discoveryRoutes({ deployment: config.deployment }), ...organisationRoutes());
   registry.add(...projectRoutes(projects, logger));
   registry.add(...policyRoutes(policies, config.policy));
   registry.add(...ingestRoutes(new IngestService(dataSource, clock, policies, config.ingest.redactionBudgetMs, (received, stored) => metrics.ingested(received, stored)), new IngestReader(dataSource, { maxDepth: config.json.maxDepth, maxKeys: config.ingest.maxJsonKeys, maxStringLength: config.ingest.maxStringLength }), config.ingest));
   registry.add(...pictureRoutes(new PictureService(dataSource, clock), projects));
   registry.add(...joinRoutes({ joinKeys, dpop }), ...tokenRoutes({ tokens: deviceTokens, dpop }), ...deviceAdminRoutes({ joinKeys, devices: deviceStore, tokens: deviceTokens }));
-  registry.add(...deviceCodeRoutes({ deviceCodes, dpop, config }), ...approvalRoutes(deviceCodes));
+  registry.add(...deviceCodeRoutes({ deviceCodes, dpop, config: { deployment: config.deployment } }), ...approvalRoutes(deviceCodes));
   // The check email/start asks before it mails (off by default): the deployment's own, or the built-in proof of work.
   const emailStartCheck =
     deps.emailStartCheck ??
     (config.cloud.emailProofOfWorkBits > 0
       ? new ProofOfWork({ bits: config.cloud.emailProofOfWorkBits, key: Buffer.from(hkdfSync('sha256', config.cloud.codeSecret ?? randomBytes(32), 'email start proof of work', 'platform pow v1', 32)), clock, replay })
       : undefined);
-  registry.add(...signInRoutes({ service: signIn, sessions, config: config.cloud, origin: ownOrigin, emailStartCheck }));
+  registry.add(...signInRoutes({ service: signIn, sessions, config: signInSettings, origin: ownOrigin, emailStartCheck }));
   registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger), signIn));
   const teams = new TeamService(dataSource, clock, { config: config.teams, mailer, logger });
-  registry.add(...teamRoutes(teams, teamRateLimits(config.teams, config.cloud.rateLimitPerMinute)));
+  registry.add(...teamRoutes(teams, teamRateLimits(config.teams, signInSettings.rateLimitPerMinute)));
   registry.add(...cloudAgentRoutes(cloudAgents));
   registry.add(
     ...mcpRoutes({
@@ -382,7 +384,7 @@ export function buildApp(deps: AppDependencies): Platform {
       organisations,
       sessions: new WebSessions(dataSource, clock),
       signIn: config.deployment === 'self-hosted' ? new OrganisationSignIn(pageLogin, new PersonTokenResolver(verifier, organisations)) : undefined,
-      cloud: config.deployment === 'cloud' ? { signIn, codeRateLimit: signInRateLimits(config.cloud).emailVerify } : undefined,
+      cloud: config.deployment === 'cloud' ? { signIn, codeRateLimit: signInRateLimits(signInSettings).emailVerify } : undefined,
       tenancy: tenancy(config.deployment, organisations),
       rateLimit: (rule) => rateLimits.handler(rule),
     }),

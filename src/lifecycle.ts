@@ -366,13 +366,13 @@ export class ServiceProcess {
   }
 }
 
-/** One line on stderr and exit 2: the configuration cannot work. */
+/** One line on stderr per bad variable, and exit 2: the configuration cannot work. */
 function loadOrExit(env: NodeJS.ProcessEnv): Config {
   try {
     return loadConfig(env);
   } catch (error) {
     if (error instanceof ConfigError) {
-      process.stderr.write(`platform-api: configuration error: ${error.message}\n`);
+      process.stderr.write(`${error.lines('platform-api: configuration error: ')}\n`);
       process.exit(EXIT_CANNOT_START);
     }
     throw error;

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import * as oidc from 'openid-client';
-import type { IdentityProviderId, OAuthProviderConfig, OidcProviderConfig, ProviderConfig } from '../../src/config.js';
+import type { OAuthProviderConfig, OidcProviderConfig, ProviderConfig } from '../../src/config.js';
 import {
   IdentityProviderError,
   PROVIDER_LABELS,
@@ -9,6 +9,7 @@ import {
   type ProviderIdentity,
   type StartedProviderSignIn,
 } from '../../src/modules/signin/identity-provider.js';
+import type { IdentityProviderId } from '../../src/modules/signin/settings.js';
 
 /**
  * The Cloud identity providers (spec 4.3): Google and Microsoft as OpenID Connect providers

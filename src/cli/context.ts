@@ -118,12 +118,8 @@ export class CliContext {
   get config(): Config {
     if (!this.loadedConfig) {
       const env = this.envFile === undefined ? this.deps.env : withEnvFile(this.deps.env, this.envFile);
-      try {
-        this.loadedConfig = loadConfig(env);
-      } catch (error) {
-        if (error instanceof ConfigError) throw new CliError(`configuration error: ${error.message}`, EXIT_USAGE);
-        throw error;
-      }
+      // A ConfigError goes to the command's report: one line per bad variable, exit 2 (EXIT_USAGE).
+      this.loadedConfig = loadConfig(env);
     }
     return this.loadedConfig;
   }

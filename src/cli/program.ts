@@ -302,7 +302,7 @@ function report(error: unknown, deps: CliDependencies): number {
     return error.exitCode;
   }
   if (error instanceof ConfigError) {
-    deps.stderr(`platform: configuration error: ${error.message}\n`);
+    deps.stderr(`${error.lines('platform: configuration error: ')}\n`);
     return EXIT_USAGE;
   }
   if (error instanceof ApiError) {

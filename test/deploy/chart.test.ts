@@ -395,6 +395,16 @@ describe('the Helm chart', () => {
       expect(await refusal({ 'config.PLATFORM_DEPLOYMENT': 'cloud' })).toMatch(/PLATFORM_BASE_URL/);
       expect(await refusal({ 'ingress.enabled': true })).toMatch(/hosts/);
     });
+
+    it("a setting outside the service's own bounds (the schema's env sections are generated from its declarations)", async () => {
+      expect(await refusal({ 'config.AUTH_ACCESS_TOKEN_TTL_SECONDS': 10 })).toMatch(/AUTH_ACCESS_TOKEN_TTL_SECONDS/);
+      expect(await refusal({ 'config.JSON_BODY_LIMIT': 100 })).toMatch(/JSON_BODY_LIMIT/);
+      expect(await refusal({ 'config.RETENTION_RUN_EVENTS_DAYS': '0' })).toMatch(/RETENTION_RUN_EVENTS_DAYS/);
+      expect(await refusal({ 'secrets.SMTP_URL': 'http://mail.example' })).toMatch(/SMTP_URL/);
+      // What the service takes, the chart takes: its bounds, and empty for the service's default.
+      const rendered = await render([], { 'config.AUTH_ACCESS_TOKEN_TTL_SECONDS': 86_400, 'config.RETENTION_RUN_EVENTS_DAYS': '90', 'config.PLATFORM_DEPLOYMENT': '' });
+      expect((rendered.find('ConfigMap', 'platform') as K8sObject & { data: Record<string, string> }).data).toMatchObject({ AUTH_ACCESS_TOKEN_TTL_SECONDS: '86400', RETENTION_RUN_EVENTS_DAYS: '90' });
+    });
   });
 
   it('tells the operator what to do next, and warns of an ingress whose forwarded headers are ignored or that serves an open /metrics', async () => {

@@ -1,15 +1,21 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { renderChart } from '../../scripts/chart.mjs';
 import { CONFIG_VARIABLES, loadConfig, type ConfigVariable } from '../../src/config.js';
+import { chartEnvSchema, configurationTable, README_END, README_START, withChartEnvSchema } from '../support/config-docs.js';
 
-// One list (CONFIG_VARIABLES in src/config.ts) against everything that must agree with it: what
-// loadConfig reads, the defaults it applies, the README's configuration table, and the Helm chart.
-// Adding a variable to loadConfig without the rest fails here, saying what is missing.
+// One declaration per variable (src/config/variables.ts, listed as CONFIG_VARIABLES) against
+// everything that must agree with it: what loadConfig reads, the defaults it applies, the README's
+// configuration table and the Helm chart. The table and the chart's values.schema.json env sections
+// are generated from the declarations (test/support/config-docs.ts): a drift fails here, and
+// UPDATE_README=1 or UPDATE_CHART=1 rewrites them. values.yaml is written by hand (its comments
+// are the chart README's), and checked against the declarations.
 
 const root = join(import.meta.dirname, '..', '..');
+const README = join(root, 'README.md');
+const CHART_SCHEMA = join(root, 'charts', 'platform', 'values.schema.json');
 const names = CONFIG_VARIABLES.map((variable) => variable.name);
 const listed = new Set(names);
 
@@ -74,6 +80,48 @@ describe('CONFIG_VARIABLES', () => {
     expect([...rows.keys()].sort()).toEqual([...names].sort());
     for (const variable of CONFIG_VARIABLES) {
       if (variable.default !== undefined) expect(`${variable.name}: ${rows.get(variable.name)}`).toContain(`\`${variable.default}\``);
+    }
+  });
+});
+
+describe('the generated documentation', () => {
+  it("writes the README's configuration table from the declarations", () => {
+    const readme = readFileSync(README, 'utf8');
+    const start = readme.indexOf(README_START);
+    const end = readme.indexOf(README_END);
+    expect(start).toBeGreaterThan(readme.indexOf('## Configuration'));
+    expect(end).toBeGreaterThan(start);
+    const current = readme.slice(start, end + README_END.length);
+    const expected = configurationTable();
+    if (current !== expected && process.env.UPDATE_README === '1') {
+      writeFileSync(README, readme.slice(0, start) + expected + readme.slice(end + README_END.length));
+      return;
+    }
+    expect(current).toBe(expected);
+  });
+
+  it("writes the chart's values.schema.json env sections from the declarations", async () => {
+    const text = readFileSync(CHART_SCHEMA, 'utf8');
+    const expected = chartEnvSchema(await chartSetVariables());
+    const schema = JSON.parse(text) as { properties: Record<'config' | 'secrets', { properties: unknown }> };
+    const current = { config: schema.properties.config.properties, secrets: schema.properties.secrets.properties };
+    if (JSON.stringify(current) !== JSON.stringify(expected) && process.env.UPDATE_CHART === '1') {
+      writeFileSync(CHART_SCHEMA, withChartEnvSchema(text, expected));
+      return;
+    }
+    // Order included: the chart lists the variables as the README does.
+    expect(JSON.stringify(current, null, 1)).toBe(JSON.stringify(expected, null, 1));
+  });
+
+  it('marks every secret as one in both: a Secret in the chart, and so in the README', () => {
+    const readme = readFileSync(README, 'utf8');
+    const schema = JSON.parse(readFileSync(CHART_SCHEMA, 'utf8')) as { properties: Record<'config' | 'secrets', { properties: Record<string, unknown> }> };
+    const secrets = CONFIG_VARIABLES.filter((variable) => variable.secret).map((variable) => variable.name);
+    expect(secrets.length).toBeGreaterThan(5);
+    expect(Object.keys(schema.properties.secrets.properties).sort()).toEqual([...secrets].sort());
+    for (const variable of CONFIG_VARIABLES) {
+      const row = readme.split('\n').find((line) => line.startsWith(`| \`${variable.name}\` |`));
+      expect(`${variable.name}: ${String(row?.split(' | ')[3]?.startsWith('**Secret.**'))}`).toBe(`${variable.name}: ${String(variable.secret)}`);
     }
   });
 });

@@ -429,6 +429,15 @@ describe('command line edges', () => {
     expect(outcome.stderr).not.toContain('db.example');
   });
 
+  it('names every bad variable on a line of its own', async () => {
+    const outcome = await runOn(undefined, ['org', 'list'], { DATABASE_URL: 'postgres://db.example/platform', LOG_LEVEL: 'loud' });
+    expect(outcome.code).toBe(2);
+    expect(outcome.stderr.trim().split('\n')).toEqual([
+      'platform: configuration error: DATABASE_URL: must start with sqlite: or mysql:// (the value is not shown, it may hold a password)',
+      'platform: configuration error: LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent (got "loud")',
+    ]);
+  });
+
   it('shows help without reading the configuration', async () => {
     const outcome = await runOn(undefined, ['--help'], { DATABASE_URL: 'postgres://broken' });
     expect(outcome.code).toBe(0);

@@ -72,4 +72,18 @@ describe('WEB_CONCURRENCY', () => {
     expect(service.stderr).toBe('platform-api: configuration error: WEB_CONCURRENCY: above 1 needs REDIS_URL: workers share rate limits, the DPoP replay cache and relay routing through Redis\n');
     expect(service.raw).toEqual([]);
   }, 60_000);
+
+  it('names every bad variable on a line of its own, and exits 2', async () => {
+    const service = new LoggedService({ DATABASE_URL: sqlite(), PORT: 'eighty', WEB_CONCURRENCY: '2', LOG_LEVEL: 'loud' });
+    expect(await service.exited).toBe(2);
+    expect(service.stderr).toBe(
+      [
+        'platform-api: configuration error: PORT: must be a whole number (got "eighty")',
+        'platform-api: configuration error: WEB_CONCURRENCY: above 1 needs REDIS_URL: workers share rate limits, the DPoP replay cache and relay routing through Redis',
+        'platform-api: configuration error: LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent (got "loud")',
+        '',
+      ].join('\n'),
+    );
+    expect(service.raw).toEqual([]);
+  }, 60_000);
 });

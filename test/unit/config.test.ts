@@ -100,6 +100,20 @@ describe('config', () => {
     expect(refusal({ SHUTDOWN_TIMEOUT_SECONDS: '0' })).toBe('SHUTDOWN_TIMEOUT_SECONDS: must be between 1 and 3600 (got 0)');
   });
 
+  it('names every bad variable, one line each, in the order of the declarations', () => {
+    const message = refusal({ SWEEPER_BATCH_SIZE: '5', PORT: 'eighty', DATABASE_URL: 'postgres://u:secretpw@h/db', PLATFORM_DEPLOYMENT: 'cloud' });
+    expect(message.split('\n')).toEqual([
+      'PLATFORM_BASE_URL: is required when PLATFORM_DEPLOYMENT=cloud',
+      'PORT: must be a whole number (got "eighty")',
+      'DATABASE_URL: must start with sqlite: or mysql:// (the value is not shown, it may hold a password)',
+      'SWEEPER_BATCH_SIZE: must be between 10 and 10000 (got 5)',
+    ]);
+    expect(message).not.toContain('secretpw');
+    // A rule over several variables waits until each of them is valid on its own.
+    expect(refusal({ HEADERS_TIMEOUT_SECONDS: 'soon', REQUEST_TIMEOUT_SECONDS: '5' })).toBe('HEADERS_TIMEOUT_SECONDS: must be a whole number (got "soon")');
+    expect(refusal({ WEB_CONCURRENCY: '2', REDIS_URL: 'http://x' })).toBe('REDIS_URL: must start with redis:// or rediss://');
+  });
+
   it('never repeats a database password in its refusal', () => {
     expect(refusal({ DATABASE_URL: 'postgres://u:secretpw@h/db' })).not.toContain('secretpw');
   });

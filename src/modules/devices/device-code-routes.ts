@@ -1,4 +1,4 @@
-import type { Config } from '../../config.js';
+import type { Deployment } from '../../deployment.js';
 import type { DpopVerifier } from '../../auth/dpop.js';
 import { NO_STORE, noStoreHeader, oauthErrorAnswer, verifyTokenEndpointProof } from './token-endpoint.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
@@ -32,7 +32,7 @@ const FORM_OR_JSON = ['application/json', 'application/x-www-form-urlencoded'] a
 export interface DeviceCodeRouteOptions {
   deviceCodes: DeviceCodeService;
   dpop: DpopVerifier;
-  config: Pick<Config, 'deployment'>;
+  config: { deployment: Deployment };
 }
 
 export function deviceCodeRoutes({ deviceCodes, dpop, config }: DeviceCodeRouteOptions): RouteDefinition[] {

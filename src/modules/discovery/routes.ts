@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FromSchema } from 'json-schema-to-ts';
-import type { Config } from '../../config.js';
+import type { Deployment } from '../../deployment.js';
 import { requestOrigin } from '../../http/origin.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import type { OrganisationRecord } from '../organisation/entities.js';
@@ -25,7 +25,14 @@ interface Prepared {
   serialised: Buffer;
 }
 
-export function discoveryRoutes(config: Config): RouteDefinition[] {
+/** How long a client may keep a discovery document (`Cache-Control: max-age`). */
+export const DISCOVERY_MAX_AGE_SECONDS = 300;
+
+export interface DiscoverySettings {
+  deployment: Deployment;
+}
+
+export function discoveryRoutes(config: DiscoverySettings): RouteDefinition[] {
   const organisationDocuments = new WeakMap<OrganisationRecord, Map<string, Prepared>>();
   const cloudDocuments = new Map<string, Prepared>();
 
@@ -51,7 +58,7 @@ export function discoveryRoutes(config: Config): RouteDefinition[] {
     return {
       document,
       etag,
-      headers: { ETag: etag, 'Cache-Control': `public, max-age=${config.discoveryMaxAgeSeconds}`, Vary: 'Host' },
+      headers: { ETag: etag, 'Cache-Control': `public, max-age=${DISCOVERY_MAX_AGE_SECONDS}`, Vary: 'Host' },
       serialised: Buffer.from(text, 'utf8'),
     };
   }

@@ -1,5 +1,5 @@
 import { EntitySchema } from 'typeorm';
-import type { SignInClient, SignInProviderId } from '../../config.js';
+import type { SignInClient, SignInProviderId } from './settings.js';
 import { rotatingTokenColumns, type RotatingTokenFields } from '../devices/entities.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { IdentityProviderId } from '../../config.js';
+import type { IdentityProviderId } from './settings.js';
 
 /**
  * What the Cloud sign-in service needs of an identity provider (adapters/identity/): send the

@@ -1,4 +1,4 @@
-import type { CloudSignInConfig } from '../../config.js';
+import type { SignInSettings } from './settings.js';
 import { ApiError } from '../../errors.js';
 import type { SignInStore } from './store.js';
 
@@ -36,7 +36,7 @@ function untilLeaves(oldest: Date | undefined, windowMs: number, now: Date): num
 /** Throws 429 `slow_down` when another code now would pass a cap. */
 export async function checkMailCaps(
   store: Pick<SignInStore, 'emailCodesSince' | 'emailCodesSentSince'>,
-  config: Pick<CloudSignInConfig, 'emailCodesPerDay' | 'emailCodesPerMinute'>,
+  config: Pick<SignInSettings, 'emailCodesPerDay' | 'emailCodesPerMinute'>,
   addressHash: string,
   now: Date,
 ): Promise<void> {

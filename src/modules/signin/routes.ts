@@ -1,5 +1,3 @@
-import type { CloudSignInConfig, IdentityProviderId } from '../../config.js';
-import { IDENTITY_PROVIDERS } from '../../config.js';
 import type { ErrorCode } from '../../error-codes.js';
 import { ApiError, invalidRequest } from '../../errors.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
@@ -9,6 +7,7 @@ import { NO_STORE, noStoreHeader } from '../devices/token-endpoint.js';
 import type { CloudSessions } from './sessions.js';
 import { oauthError } from './sessions.js';
 import type { EmailStartCheck } from './email-start-check.js';
+import { IDENTITY_PROVIDERS, type IdentityProviderId, type SignInSettings } from './settings.js';
 import {
   emailChallengeSchema,
   emailStartSchema,
@@ -27,7 +26,7 @@ import { CODE_CHALLENGE, errorRedirect, MAX_STATE_LENGTH, normaliseEmail, Redire
  * network address (`AUTH_RATE_LIMIT_PER_MINUTE`, the token endpoint `AUTH_TOKEN_RATE_LIMIT_PER_MINUTE`).
  */
 
-export function signInRateLimits(config: CloudSignInConfig) {
+export function signInRateLimits(config: Pick<SignInSettings, 'rateLimitPerMinute' | 'tokenRateLimitPerMinute'>) {
   const perMinute = (name: string, limit: number, code?: ErrorCode): RateLimitRule => ({ name, by: 'address', limit, windowMs: 60_000, ...(code ? { code } : {}) });
   return {
     start: perMinute('auth-start-address', config.rateLimitPerMinute),
@@ -77,7 +76,7 @@ function oauthPrecheck(schema: Schema) {
 export interface SignInRouteOptions {
   service: SignInService;
   sessions: CloudSessions;
-  config: CloudSignInConfig;
+  config: SignInSettings;
   /** `serviceOrigin` (src/http/origin.ts), for the documentation of the callback. */
   origin: string | undefined;
   /** A check `email/start` asks before it mails (email-start-check.ts); none by default. */

@@ -3,7 +3,6 @@ import { sealJson, unsealJson } from '../../util/seal.js';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
 import { audit } from '../../audit.js';
-import type { CloudSignInConfig, IdentityProviderId, SignInClient, SignInProviderId } from '../../config.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { ApiError, conflict, invalidRequest } from '../../errors.js';
 import type { Mailer } from '../../mail/mailer.js';
@@ -13,6 +12,7 @@ import { hashSecret, newSecret, safeEqual } from '../../util/secrets.js';
 import type { OrganisationService } from '../organisation/service.js';
 import type { SignInCodeRecord, SignInMethodRecord } from './entities.js';
 import { bindingHash, sameBrowser } from './flow-binding.js';
+import type { IdentityProviderId, SignInClient, SignInProviderId, SignInSettings } from './settings.js';
 import { IdentityProviderError, PROVIDER_LABELS, type IdentityProvider, type ProviderIdentity } from './identity-provider.js';
 import { oauthError, type CloudSessions, type SessionTokens } from './sessions.js';
 import { SignInStore } from './store.js';
@@ -121,7 +121,7 @@ export interface SignedInPerson {
 }
 
 export interface SignInServiceOptions {
-  config: CloudSignInConfig;
+  config: SignInSettings;
   /** `serviceOrigin` (src/http/origin.ts): PLATFORM_BASE_URL, which Cloud requires. */
   origin: string | undefined;
   providers: ReadonlyMap<IdentityProviderId, IdentityProvider>;
@@ -135,7 +135,7 @@ export interface SignInServiceOptions {
 
 export class SignInService {
   private readonly store: SignInStore;
-  private readonly config: CloudSignInConfig;
+  private readonly config: SignInSettings;
 
   constructor(
     private readonly dataSource: DataSource,

@@ -1,6 +1,5 @@
 import { hotRead } from '../../db/prepared.js';
 import { IsNull, LessThan, MoreThan, type DataSource, type EntityManager } from 'typeorm';
-import type { SignInProviderId } from '../../config.js';
 import {
   CloudSessionEntity,
   EmailCodeEntity,
@@ -17,6 +16,7 @@ import {
   type SignInFlowRecord,
   type SignInMethodRecord,
 } from './entities.js';
+import type { SignInProviderId } from './settings.js';
 
 /** A datetime as a raw query returns it: a Date from MySQL, UTC text from SQLite. */
 function storedDate(value: unknown): Date | null {

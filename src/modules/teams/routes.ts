@@ -1,7 +1,6 @@
 import { subject } from '@casl/ability';
 import { abilityOf } from '../../../policies/index.js';
 import type { Principal } from '../../auth/principal.js';
-import type { TeamsConfig } from '../../config.js';
 import { forbidden } from '../../errors.js';
 import { requestOrigin } from '../../http/origin.js';
 import { DEFAULT_PAGE_SIZE, pageQuerySchema } from '../../http/pagination.js';
@@ -10,7 +9,7 @@ import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { organisationSummarySchema } from '../organisation/schemas.js';
 import type { MemberView } from '../organisation/store.js';
 import { invitationListSchema, invitationPreviewSchema, invitationSchema, memberListSchema, okSchema, roleSchema, teamNameSchema } from './schemas.js';
-import type { TeamService } from './service.js';
+import type { TeamService, TeamSettings } from './service.js';
 import type { InvitationView } from './store.js';
 
 /** Cloud organisations (spec 4.5; Cloud only, Cloud session unless stated). */
@@ -60,7 +59,7 @@ function invitationBody(invitation: InvitationView, link?: string) {
 }
 
 /** Per-person and per-address limits of the invitation operations. */
-export function teamRateLimits(config: TeamsConfig, perAddressPerMinute: number) {
+export function teamRateLimits(config: Pick<TeamSettings, 'invitationsPerHour'>, perAddressPerMinute: number) {
   return {
     invite: { name: 'invitations-person', by: 'person', limit: config.invitationsPerHour, windowMs: 3_600_000 } satisfies RateLimitRule,
     // Many accounts behind one address share this one (checked before the session is).

@@ -4,7 +4,6 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { defineAbilityFor, type AppAbility } from '../../../policies/index.js';
 import { audit } from '../../audit.js';
 import type { OrganisationRole } from '../../auth/principal.js';
-import type { TeamsConfig } from '../../config.js';
 import { isUniqueViolation, withRetries } from '../../db/errors.js';
 import { ApiError, conflict, forbidden, invalidRequest, notFound } from '../../errors.js';
 import { decodeCursor, pageOf, type Page } from '../../http/pagination.js';
@@ -12,7 +11,7 @@ import type { Mailer } from '../../mail/mailer.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { hashSecret, newSecret } from '../../util/secrets.js';
-import type { MembershipRecord, OrganisationRecord } from '../organisation/entities.js';
+import type { MembershipRecord, OrganisationPlan, OrganisationRecord } from '../organisation/entities.js';
 import { organisationSummary } from '../organisation/schemas.js';
 import { cloudOrganisation } from '../organisation/service.js';
 import { OrganisationStore, type MemberView } from '../organisation/store.js';
@@ -83,8 +82,23 @@ export interface OrganisationSummary {
   role: string;
 }
 
+/** Cloud teams (spec 4.5): the plan of a new team, and invitations (the CLOUD_* variables). */
+export interface TeamSettings {
+  /** The plan a new team gets. */
+  plan: OrganisationPlan;
+  /** How long an invitation link works (spec 8: seven days). */
+  invitationTtlSeconds: number;
+  /**
+   * The console's page for an invitation, with `{token}` where the token goes; unset: the link is
+   * the API's public preview of the invitation, `<PLATFORM_BASE_URL>/cloud/v1/invitations/<token>`.
+   */
+  invitationUrl: string | undefined;
+  /** Invitations one person may send per rolling hour (each sends a mail to an address they chose). */
+  invitationsPerHour: number;
+}
+
 export interface TeamServiceOptions {
-  config: TeamsConfig;
+  config: TeamSettings;
   mailer: Mailer;
   logger: Logger;
 }
