@@ -6,17 +6,17 @@ import { clientErrorOf } from '../../http/errors.js';
 import { requestOrigin } from '../../http/origin.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { safeEqual } from '../../util/secrets.js';
-import type { OrganisationRecord } from '../organisation/entities.js';
-import type { OrganisationService } from '../organisation/service.js';
-import { auditDecision, USER_CODE_ADDRESS_RATE_LIMIT, USER_CODE_PERSON_RATE_LIMIT } from './approval-routes.js';
-import { formatUserCode, normaliseUserCode, type Approver, type DeviceCodeService } from './device-code.js';
+import type { OrganisationRecord } from '../../modules/organisation/entities.js';
+import type { OrganisationService } from '../../modules/organisation/service.js';
+import { auditDecision, USER_CODE_ADDRESS_RATE_LIMIT, USER_CODE_PERSON_RATE_LIMIT } from '../../modules/devices/approval-routes.js';
+import { formatUserCode, normaliseUserCode, type Approver, type DeviceCodeService } from '../../modules/devices/device-code.js';
 import { cloudSignInPage, contentSecurityPolicy, decidedPage, devicePage, emailCodePage, entryPage, messagePage, signInPage } from './page-html.js';
 import { csrfTokenOf, type SignedInSession, type WebSessions } from './page-session.js';
 import { issuerSettingsOf, SignInFailed, type ApproverSignIn } from './page-sign-in.js';
 import { createHash, randomBytes } from 'node:crypto';
-import { bindingForStart, flowCookie } from '../signin/flow-binding.js';
-import { RedirectError, type ClientRequest, type SignInService } from '../signin/service.js';
-import { mayApproveKind } from './device-code.js';
+import { bindingForStart, flowCookie } from '../../modules/signin/flow-binding.js';
+import { RedirectError, type ClientRequest, type SignInService } from '../../modules/signin/service.js';
+import { mayApproveKind } from '../../modules/devices/device-code.js';
 
 /**
  * The approval page at `verification_uri` (`/device`): a person signs in, sees what is asking
