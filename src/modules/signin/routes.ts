@@ -3,9 +3,8 @@ import { ApiError, invalidRequest } from '../../errors.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { defineRoute, type Reply, type RouteDefinition } from '../../http/route.js';
 import { compile, describeError, type Schema } from '../../http/schema.js';
-import { NO_STORE, noStoreHeader } from '../oauth/token-endpoint.js';
+import { NO_STORE, noStoreHeader, oauthError } from '../oauth/token-endpoint.js';
 import type { CloudSessions } from './sessions.js';
-import { oauthError } from './sessions.js';
 import type { EmailStartCheck } from './email-start-check.js';
 import { IDENTITY_PROVIDERS, type IdentityProviderId, type SignInSettings } from './settings.js';
 import {
