@@ -273,7 +273,7 @@ export function buildApp(deps: AppDependencies): Platform {
       ? new ProofOfWork({ bits: config.cloud.emailProofOfWorkBits, key: Buffer.from(hkdfSync('sha256', config.cloud.codeSecret ?? randomBytes(32), 'email start proof of work', 'platform pow v1', 32)), clock, replay })
       : undefined);
   registry.add(...signInRoutes({ service: signIn, sessions, config: signInSettings, origin: ownOrigin, emailStartCheck }));
-  registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger), signIn));
+  registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger), signIn.accounts));
   const teams = new TeamService(dataSource, clock, { config: config.teams, mailer, logger });
   registry.add(...teamRoutes(teams, teamRateLimits(config.teams, signInSettings.rateLimitPerMinute)));
   registry.add(...cloudAgentRoutes(cloudAgents));
