@@ -14,11 +14,7 @@ import { MemoryReplayCache } from '../adapters/state/memory-replay-cache.js';
 import { RedisReplayCache } from '../adapters/state/redis-replay-cache.js';
 import { RedisRateLimitStores } from '../adapters/state/redis-rate-limit.js';
 import type { DeviceTokenService } from './modules/devices/tokens.js';
-import { joinRoutes } from './modules/devices/join-routes.js';
-import { tokenRoutes } from './modules/devices/token-routes.js';
-import { deviceAdminRoutes } from './modules/devices/admin-routes.js';
-import { deviceCodeRoutes } from './modules/devices/device-code-routes.js';
-import { approvalRoutes } from './modules/devices/approval-routes.js';
+import { devicesRoutes } from './modules/devices/module.js';
 import { approvalPage } from './web/device-approval/approval-page.js';
 import { WebSessions } from './web/device-approval/page-session.js';
 import { OrganisationSignIn } from './web/device-approval/page-sign-in.js';
@@ -264,8 +260,7 @@ export function buildApp(deps: AppDependencies): Platform {
   registry.add(...policyRoutes(policies, config.policy));
   registry.add(...ingestRoutes(new IngestService(dataSource, clock, policies, config.ingest.redactionBudgetMs, (received, stored) => metrics.ingested(received, stored)), new IngestReader(dataSource, { maxDepth: config.json.maxDepth, maxKeys: config.ingest.maxJsonKeys, maxStringLength: config.ingest.maxStringLength }), config.ingest));
   registry.add(...pictureRoutes(new PictureService(dataSource, clock), projects));
-  registry.add(...joinRoutes({ joinKeys, dpop }), ...tokenRoutes({ tokens: deviceTokens, dpop }), ...deviceAdminRoutes({ joinKeys, devices: deviceStore, tokens: deviceTokens }));
-  registry.add(...deviceCodeRoutes({ deviceCodes, dpop, config: { deployment: config.deployment } }), ...approvalRoutes(deviceCodes));
+  registry.add(...devicesRoutes({ store: deviceStore, tokens: deviceTokens, joinKeys, deviceCodes }, { dpop, deployment: config.deployment }));
   // The check email/start asks before it mails (off by default): the deployment's own, or the built-in proof of work.
   const emailStartCheck =
     deps.emailStartCheck ??
