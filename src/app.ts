@@ -56,10 +56,10 @@ import { countingMailer, type Mailer } from './mail/mailer.js';
 import { accountRoutes } from './modules/account/routes.js';
 import { AccountService } from './modules/account/service.js';
 import type { IdentityProvider } from './modules/signin/identity-provider.js';
-import { signInRateLimits, signInRoutes } from './modules/signin/routes.js';
-import { SignInService } from './modules/signin/service.js';
+import { createSignInModule } from './modules/signin/module.js';
+import type { SignInService } from './modules/signin/service.js';
 import { ProofOfWork, type EmailStartCheck } from './modules/signin/email-start-check.js';
-import { CloudSessions } from './modules/signin/sessions.js';
+import type { CloudSessions } from './modules/signin/sessions.js';
 import type { IdentityProviderId } from './modules/signin/settings.js';
 import { TeamService } from './modules/teams/service.js';
 import { teamRateLimits, teamRoutes } from './modules/teams/routes.js';
@@ -207,20 +207,25 @@ export function buildApp(deps: AppDependencies): Platform {
   }
   // Sign-in's own settings: the providers' client secrets and the code key stay here, in the composition root.
   const { providers: _providers, codeSecret: _codeSecret, emailProofOfWorkBits: _proofOfWorkBits, ...signInSettings } = config.cloud;
-  const sessions = new CloudSessions(dataSource, clock, signInSettings);
   // Sign-in builds absolute URLs where no request is at hand: from PLATFORM_BASE_URL alone.
   const ownOrigin = serviceOrigin(config.baseUrl);
-  const signIn = new SignInService(dataSource, clock, {
-    config: signInSettings,
-    origin: ownOrigin,
-    providers,
-    organisations,
-    sessions,
-    mailer,
-    logger,
-    // Emailed codes are stored as HMACs under a key of their own, derived from AUTH_CODE_SECRET.
-    codeKey: Buffer.from(hkdfSync('sha256', config.cloud.codeSecret ?? randomBytes(32), 'emailed codes', 'platform email code v1', 32)),
-  });
+  const signInModule = createSignInModule(
+    { dataSource, clock, logger, mailer, organisations },
+    {
+      config: signInSettings,
+      origin: ownOrigin,
+      providers,
+      // Emailed codes are stored as HMACs under a key of their own, derived from AUTH_CODE_SECRET.
+      codeKey: Buffer.from(hkdfSync('sha256', config.cloud.codeSecret ?? randomBytes(32), 'emailed codes', 'platform email code v1', 32)),
+      // The check email/start asks before it mails (off by default): the deployment's own, or the built-in proof of work.
+      emailStartCheck:
+        deps.emailStartCheck ??
+        (config.cloud.emailProofOfWorkBits > 0
+          ? new ProofOfWork({ bits: config.cloud.emailProofOfWorkBits, key: Buffer.from(hkdfSync('sha256', config.cloud.codeSecret ?? randomBytes(32), 'email start proof of work', 'platform pow v1', 32)), clock, replay })
+          : undefined),
+    },
+  );
+  const { service: signIn, sessions } = signInModule;
   if (config.deployment === 'cloud') resolvers.push(new CloudSessionResolver(sessions, organisations, sessionCache));
 
   const redis = deps.redis;
@@ -261,13 +266,7 @@ export function buildApp(deps: AppDependencies): Platform {
   registry.add(...ingestRoutes(new IngestService(dataSource, clock, policies, config.ingest.redactionBudgetMs, (received, stored) => metrics.ingested(received, stored)), new IngestReader(dataSource, { maxDepth: config.json.maxDepth, maxKeys: config.ingest.maxJsonKeys, maxStringLength: config.ingest.maxStringLength }), config.ingest));
   registry.add(...pictureRoutes(new PictureService(dataSource, clock), projects));
   registry.add(...devicesRoutes({ store: deviceStore, tokens: deviceTokens, joinKeys, deviceCodes }, { dpop, deployment: config.deployment }));
-  // The check email/start asks before it mails (off by default): the deployment's own, or the built-in proof of work.
-  const emailStartCheck =
-    deps.emailStartCheck ??
-    (config.cloud.emailProofOfWorkBits > 0
-      ? new ProofOfWork({ bits: config.cloud.emailProofOfWorkBits, key: Buffer.from(hkdfSync('sha256', config.cloud.codeSecret ?? randomBytes(32), 'email start proof of work', 'platform pow v1', 32)), clock, replay })
-      : undefined);
-  registry.add(...signInRoutes({ service: signIn, sessions, config: signInSettings, origin: ownOrigin, emailStartCheck }));
+  registry.add(...signInModule.routes);
   registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger), signIn.accounts));
   const teams = new TeamService(dataSource, clock, { config: config.teams, mailer, logger });
   registry.add(...teamRoutes(teams, teamRateLimits(config.teams, signInSettings.rateLimitPerMinute)));
@@ -379,7 +378,7 @@ export function buildApp(deps: AppDependencies): Platform {
       organisations,
       sessions: new WebSessions(dataSource, clock),
       signIn: config.deployment === 'self-hosted' ? new OrganisationSignIn(pageLogin, new PersonTokenResolver(verifier, organisations)) : undefined,
-      cloud: config.deployment === 'cloud' ? { signIn, codeRateLimit: signInRateLimits(signInSettings).emailVerify } : undefined,
+      cloud: config.deployment === 'cloud' ? { signIn, codeRateLimit: signInModule.rateLimits.emailVerify } : undefined,
       tenancy: tenancy(config.deployment, organisations),
       rateLimit: (rule) => rateLimits.handler(rule),
     }),
