@@ -8,7 +8,7 @@ import { forbidden, notFound } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { hashSecret, newSecret } from '../../util/secrets.js';
-import { oauthError } from '../oauth/token-endpoint.js';
+import { oauthError } from '../oauth/errors.js';
 import type { OrganisationService } from '../organisation/service.js';
 import {
   DeviceAuthorizationEntity,

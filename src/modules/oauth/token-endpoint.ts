@@ -1,17 +1,13 @@
 import type { Request } from 'express';
 import { DpopError, requestHtu, type DpopVerifier } from '../../auth/dpop.js';
-import type { ErrorCode } from '../../error-codes.js';
 import { ApiError } from '../../errors.js';
 
 /**
  * What the token endpoints share, sign-in's (`/auth/v1/token`) and the devices' (device-code
- * poll, join, refresh): OAuth errors and their answers, `Cache-Control: no-store`, and DPoP
- * proofs checked as a token endpoint checks them. Each module serves its own grants; neither
- * imports the other.
+ * poll, join, refresh): their OAuth error answers (the errors themselves are in errors.ts),
+ * `Cache-Control: no-store`, and DPoP proofs checked as a token endpoint checks them. Each
+ * module serves its own grants on its own path; neither imports the other.
  */
-
-/** A token endpoint's refusal (RFC 6749 5.2, RFC 8628 3.5): 400 with `error` and `error_description`. */
-export const oauthError = (code: ErrorCode, message: string): ApiError => new ApiError(400, code, message, { oauth: true });
 
 export const NO_STORE = { 'Cache-Control': 'no-store' };
 

@@ -4,7 +4,7 @@ import { ApiError } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { hashSecret, newSecret, safeEqual } from '../../util/secrets.js';
-import { oauthError } from '../oauth/token-endpoint.js';
+import { oauthError } from '../oauth/errors.js';
 import { retryingRaces, type LinkIntent, type PendingMethod, type SignedInPerson, type SignInAccounts } from './accounts.js';
 import type { SignInCodeRecord } from './entities.js';
 import type { CloudSessions, SessionTokens } from './sessions.js';

@@ -4,7 +4,7 @@ import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { hashSecret, newSecret } from '../../util/secrets.js';
 import type { CloudSessionRecord, SessionTokenRecord } from './entities.js';
-import { oauthError } from '../oauth/token-endpoint.js';
+import { oauthError } from '../oauth/errors.js';
 import { SignInStore } from './store.js';
 
 /**
