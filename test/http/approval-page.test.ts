@@ -5,7 +5,7 @@ import { call, createOrganisation, startPlatform, type TestPlatform } from '../s
 import { TestIdentityProvider } from '../support/idp.js';
 import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { DeviceAuthorizationEntity } from '../../src/modules/devices/entities.js';
-import { WebSessionEntity } from '../../src/modules/devices/page-session.js';
+import { WebSessionEntity } from '../../src/web/device-approval/page-session.js';
 import { MembershipEntity, PersonIdentityEntity } from '../../src/modules/organisation/entities.js';
 import { hashSecret } from '../../src/util/secrets.js';
 

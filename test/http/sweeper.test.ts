@@ -3,7 +3,7 @@ import request from 'supertest';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { storedDate } from '../../src/db/dates.js';
 import { JoinKeyEntity } from '../../src/modules/devices/entities.js';
-import { WebSessionEntity } from '../../src/modules/devices/page-session.js';
+import { WebSessionEntity } from '../../src/web/device-approval/page-session.js';
 import { SignInFlowEntity } from '../../src/modules/signin/entities.js';
 import { DAY_MS, SWEEP_KINDS, type SweepKind } from '../../src/sweeper/kinds.js';
 import { newId } from '../../src/util/ids.js';

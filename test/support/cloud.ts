@@ -152,7 +152,7 @@ export async function mintSession(
   email: string,
   organisations: [organisationId: string, role: OrganisationRole][] = [],
 ): Promise<{ personId: string; access_token: string; refresh_token: string }> {
-  const { personId, methodId } = await platform.services.signIn.resolvePerson('email', { subject: email, email, emailVerified: true, name: email });
+  const { personId, methodId } = await platform.services.signIn.accounts.resolvePerson('email', { subject: email, email, emailVerified: true, name: email });
   for (const [organisationId, role] of organisations) await platform.services.organisations.setRole(organisationId, personId, role);
   const tokens = await platform.dataSource.transaction((manager) =>
     platform.services.sessions.start(manager, { id: newId('ses'), personId, client: 'console', signInMethodId: methodId }),

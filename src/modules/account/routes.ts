@@ -2,7 +2,7 @@ import type { Principal } from '../../auth/principal.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { named, timestampSchema } from '../../http/schema.js';
 import { organisationSummarySchema } from '../organisation/schemas.js';
-import type { SignInService } from '../signin/service.js';
+import type { SignInAccounts } from '../signin/accounts.js';
 import type { AccountService } from './service.js';
 
 /** The signed-in person's account (spec 4.4; Cloud only, Cloud session). */
@@ -48,7 +48,7 @@ const common = { tag: 'Cloud account', cloudOnly: true, tenant: false, auth: ['c
 
 const me = (principal: Principal | undefined) => principal!.personId!;
 
-export function accountRoutes(accounts: AccountService, signIn: SignInService): RouteDefinition[] {
+export function accountRoutes(accounts: AccountService, signIn: Pick<SignInAccounts, 'issueLinkTicket'>): RouteDefinition[] {
   return [
     defineRoute({
       ...common,

@@ -1,12 +1,12 @@
 import type { Deployment } from '../../deployment.js';
 import type { DpopVerifier } from '../../auth/dpop.js';
-import { NO_STORE, noStoreHeader, oauthErrorAnswer, verifyTokenEndpointProof } from './token-endpoint.js';
+import { oauthError } from '../oauth/errors.js';
+import { NO_STORE, noStoreHeader, oauthErrorAnswer, verifyTokenEndpointProof } from '../oauth/token-endpoint.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { absoluteUrl } from '../../http/origin.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import type { DeviceCodeService } from './device-code.js';
 import { requireShownAsIs } from './requester-text.js';
-import { oauthError } from './device-code.js';
 import {
   DEVICE_CODE_GRANT_TYPE,
   deviceCodeAnswerSchema,

@@ -4,11 +4,11 @@ import { defineAbilityFor } from '../../../policies/index.js';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { OrganisationRole } from '../../auth/principal.js';
 import { isUniqueViolation } from '../../db/errors.js';
-import { ApiError, forbidden, notFound } from '../../errors.js';
-import type { ErrorCode } from '../../error-codes.js';
+import { forbidden, notFound } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { hashSecret, newSecret } from '../../util/secrets.js';
+import { oauthError } from '../oauth/errors.js';
 import type { OrganisationService } from '../organisation/service.js';
 import {
   DeviceAuthorizationEntity,
@@ -53,9 +53,6 @@ export function normaliseUserCode(input: string): string | undefined {
   for (const char of code) if (!USER_CODE_ALPHABET.includes(char)) return undefined;
   return code;
 }
-
-/** RFC 8628 3.5 token-endpoint errors: 400 with `error` and `error_description`. */
-export const oauthError = (code: ErrorCode, message: string): ApiError => new ApiError(400, code, message, { oauth: true });
 
 export interface DeviceCodeSettings {
   deviceCodeTtlSeconds: number;

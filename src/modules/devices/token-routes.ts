@@ -1,6 +1,6 @@
 import { DpopError, type DpopVerifier } from '../../auth/dpop.js';
 import { ApiError } from '../../errors.js';
-import { dpopProofHeader, NO_STORE, noStoreHeader, oauthErrorAnswer, proofRefusal, verifyTokenEndpointProof } from './token-endpoint.js';
+import { dpopProofHeader, NO_STORE, noStoreHeader, oauthErrorAnswer, proofRefusal, verifyTokenEndpointProof } from '../oauth/token-endpoint.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { tokenAnswerSchema } from './schemas.js';

@@ -15,7 +15,7 @@ import type { MembershipRecord, OrganisationPlan, OrganisationRecord } from '../
 import { organisationSummary } from '../organisation/schemas.js';
 import { cloudOrganisation } from '../organisation/service.js';
 import { OrganisationStore, type MemberView } from '../organisation/store.js';
-import { normaliseEmail } from '../signin/service.js';
+import { normaliseEmail } from '../signin/shared.js';
 import { SignInStore } from '../signin/store.js';
 import type { InvitationRecord } from './entities.js';
 import { InvitationStore, type InvitationView } from './store.js';

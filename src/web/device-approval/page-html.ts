@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { PendingDevice } from './device-code.js';
+import type { PendingDevice } from '../../modules/devices/device-code.js';
 
 /**
  * HTML of the approval page. Every value is escaped where it is put into the page (`html`

@@ -6,17 +6,18 @@ import { clientErrorOf } from '../../http/errors.js';
 import { requestOrigin } from '../../http/origin.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { safeEqual } from '../../util/secrets.js';
-import type { OrganisationRecord } from '../organisation/entities.js';
-import type { OrganisationService } from '../organisation/service.js';
-import { auditDecision, USER_CODE_ADDRESS_RATE_LIMIT, USER_CODE_PERSON_RATE_LIMIT } from './approval-routes.js';
-import { formatUserCode, normaliseUserCode, type Approver, type DeviceCodeService } from './device-code.js';
+import type { OrganisationRecord } from '../../modules/organisation/entities.js';
+import type { OrganisationService } from '../../modules/organisation/service.js';
+import { auditDecision, USER_CODE_ADDRESS_RATE_LIMIT, USER_CODE_PERSON_RATE_LIMIT } from '../../modules/devices/approval-routes.js';
+import { formatUserCode, normaliseUserCode, type Approver, type DeviceCodeService } from '../../modules/devices/device-code.js';
 import { cloudSignInPage, contentSecurityPolicy, decidedPage, devicePage, emailCodePage, entryPage, messagePage, signInPage } from './page-html.js';
 import { csrfTokenOf, type SignedInSession, type WebSessions } from './page-session.js';
 import { issuerSettingsOf, SignInFailed, type ApproverSignIn } from './page-sign-in.js';
 import { createHash, randomBytes } from 'node:crypto';
-import { bindingForStart, flowCookie } from '../signin/flow-binding.js';
-import { RedirectError, type ClientRequest, type SignInService } from '../signin/service.js';
-import { mayApproveKind } from './device-code.js';
+import { bindingForStart, flowCookie } from '../../modules/signin/flow-binding.js';
+import type { SignInService } from '../../modules/signin/service.js';
+import { RedirectError, type ClientRequest } from '../../modules/signin/shared.js';
+import { mayApproveKind } from '../../modules/devices/device-code.js';
 
 /**
  * The approval page at `verification_uri` (`/device`): a person signs in, sees what is asking
@@ -383,8 +384,8 @@ export function approvalPage(options: ApprovalPageOptions): Router {
   /** Origins the sign-in forms may send the browser to: the enabled providers' sign-in pages. */
   async function providerOrigins(signInService: SignInService): Promise<string[]> {
     const origins: string[] = [];
-    for (const { id } of signInService.providers()) {
-      const provider = signInService.provider(id);
+    for (const { id } of signInService.providerFlow.providers()) {
+      const provider = signInService.providerFlow.provider(id);
       if (provider) origins.push(await provider.authorizationOrigin().catch(() => ''));
     }
     return [...new Set(origins.filter(Boolean))];
@@ -396,7 +397,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     const fromQuery = codeFrom(single(req.query.user_code), current?.signedIn);
     if (!current) {
       if (!fromQuery) return send(res, 200, entryPage({}));
-      return send(res, 200, cloudSignInPage({ userCode: fromQuery, providers: signInService.providers() }), await providerOrigins(signInService));
+      return send(res, 200, cloudSignInPage({ userCode: fromQuery, providers: signInService.providerFlow.providers() }), await providerOrigins(signInService));
     }
     const userCode = fromQuery ?? current.session.userCode;
     if (!userCode) return send(res, 200, entryPage({ signedIn: current.signedIn }));
@@ -427,13 +428,13 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     if (provider === 'email') {
       const email = (single(body.email) ?? '').trim();
       if (!/^[^\s@]{1,64}@[^\s@]{1,255}$/.test(email)) {
-        throw stop(400, cloudSignInPage({ userCode, providers: signInService.providers(), error: 'That is not an email address.' }));
+        throw stop(400, cloudSignInPage({ userCode, providers: signInService.providerFlow.providers(), error: 'That is not an email address.' }));
       }
       try {
-        await signInService.startEmail(email, request, undefined);
+        await signInService.emailCodes.startEmail(email, request, undefined);
       } catch (error) {
         if (error instanceof ApiError && error.status === 429) throw error;
-        throw stop(400, cloudSignInPage({ userCode, providers: signInService.providers(), error: 'That is not an email address.' }));
+        throw stop(400, cloudSignInPage({ userCode, providers: signInService.providerFlow.providers(), error: 'That is not an email address.' }));
       }
       const begun = await sessions.beginSignIn(null, state, { codeVerifier, nonce: '', userCode, email });
       setCookie(req, res, begun.secret, begun.maxAgeSeconds);
@@ -443,7 +444,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     // The provider flow belongs to this browser like any other (signin/flow-binding.ts).
     const binding = bindingForStart(req.headers.cookie, signInService.origin);
     try {
-      redirectTo = await signInService.startProvider(provider, request, undefined, binding);
+      redirectTo = await signInService.providerFlow.startProvider(provider, request, undefined, binding);
     } catch (error) {
       if (error instanceof RedirectError) {
         throw stop(error.code === 'temporarily_unavailable' ? 502 : 400, messagePage({ title: 'Sign-in is not available', message: `${capitalise(error.message)}.`, next: 'start-again' }));
@@ -452,14 +453,14 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     }
     const begun = await sessions.beginSignIn(null, state, { codeVerifier, nonce: '', userCode });
     setCookie(req, res, begun.secret, begun.maxAgeSeconds);
-    res.append('Set-Cookie', flowCookie(signInService.origin, binding, signInService.flowTtlSeconds));
+    res.append('Set-Cookie', flowCookie(signInService.origin, binding, signInService.providerFlow.flowTtlSeconds));
     res.set({ 'Cache-Control': 'no-store', 'Referrer-Policy': 'strict-origin' }).redirect(303, redirectTo.href);
   }
 
   /** The one-time code of a finished sign-in, redeemed by the page: a session for the person. */
   async function signedInAs(req: Request, res: Response, oneTimeCode: string, pending: { codeVerifier: string; userCode: string | undefined }): Promise<void> {
     const { signIn: signInService } = requireCloud();
-    const personId = await signInService.redeemForPage({ code: oneTimeCode, codeVerifier: pending.codeVerifier, redirectUri: signInService.devicePageRedirectUri });
+    const personId = await signInService.codes.redeemForPage({ code: oneTimeCode, codeVerifier: pending.codeVerifier, redirectUri: signInService.devicePageRedirectUri });
     const person = await organisations.findPerson(personId);
     if (!person) throw stop(400, messagePage({ title: 'Sign-in could not be completed', message: 'This account no longer exists.', next: 'start-again' }));
     const session = await sessions.create(null, personId, { personName: person.name, userCode: pending.userCode });
@@ -503,7 +504,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     const digits = (single(body.code) ?? '').replace(/\s/g, '');
     let verified;
     try {
-      verified = await signInService.verifyEmail(pending.email, digits);
+      verified = await signInService.emailCodes.verifyEmail(pending.email, digits);
     } catch (error) {
       if (error instanceof ApiError && error.code === 'invalid_code') {
         throw stop(400, emailCodePage({ email: pending.email, error: 'That code is wrong or has expired. Try again, or start again for a new code.' }));
