@@ -3,6 +3,7 @@ import request, { type Response } from 'supertest';
 import { BASE_URL, createTeam, emailSignIn, lastMailTo, pkce, startCloud, type CloudPlatform, type SignedIn } from '../support/cloud.js';
 import { FakeOAuthProvider } from '../support/oauth2-server.js';
 import { CookieJar } from '../support/cookie-jar.js';
+import { askForCode } from '../support/devices.js';
 import { call } from '../support/platform.js';
 import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
 
@@ -47,10 +48,7 @@ async function post(browser: Browser, path: string, form: Record<string, string>
 
 const title = (res: Response) => /<h1>([^<]*)<\/h1>/.exec(res.text)?.[1];
 
-async function askForCode(kind: 'workbench' | 'node' = 'workbench') {
-  const res = await call(platform, 'post', '/relay/v1/device/code', { body: { workspaceId: 'ws-page', name: `Page ${kind}`, kind } });
-  return res.body as { device_code: string; user_code: string; interval: number; verification_uri_complete: string };
-}
+const codeFor = (kind: 'workbench' | 'node' = 'workbench') => askForCode(platform, { body: { workspaceId: 'ws-page', name: `Page ${kind}`, kind } });
 
 /** Signs the browser in with an emailed code, from the page. */
 async function signInByEmail(browser: Browser, email: string, userCode: string): Promise<Response> {
@@ -66,7 +64,7 @@ async function signInByEmail(browser: Browser, email: string, userCode: string):
 
 describe('signing in on the Cloud approval page', () => {
   it('offers every enabled provider and an emailed code, and lets the browser reach the providers only (CSP form-action)', async () => {
-    const asked = await askForCode();
+    const asked = await codeFor();
     const res = await get(new CookieJar(), `/device?user_code=${asked.user_code}`);
     expect(res.status).toBe(200);
     expect(title(res)).toBe('Sign in to connect a device');
@@ -77,7 +75,7 @@ describe('signing in on the Cloud approval page', () => {
   });
 
   it('with an emailed code: a wrong code is shown again with a note, the right one signs in; then approve into a team', async () => {
-    const asked = await askForCode();
+    const asked = await codeFor();
     const browser = new CookieJar();
     const started = await post(browser, '/device/sign-in', { provider: 'email', email: 'page-member@example.test', user_code: asked.user_code });
     expect(title(started)).toBe('Enter your code');
@@ -105,7 +103,7 @@ describe('signing in on the Cloud approval page', () => {
   });
 
   it('with a provider: the page sends the browser there, and the Cloud callback brings it back signed in', async () => {
-    const asked = await askForCode();
+    const asked = await codeFor();
     const browser = new CookieJar();
     github.user = { id: 8080, name: 'Page Octo', emails: [{ email: 'page-owner@example.test', primary: true, verified: true }] };
     const started = await post(browser, '/device/sign-in', { provider: 'github', user_code: asked.user_code });
@@ -130,7 +128,7 @@ describe('signing in on the Cloud approval page', () => {
   });
 
   it('binds its provider sign-in to the browser like any other: finished in another browser, nobody is signed in there', async () => {
-    const asked = await askForCode();
+    const asked = await codeFor();
     const starter = new CookieJar();
     const other = new CookieJar();
     github.user = { id: 8181, name: 'Lured', emails: [{ email: 'lured-page@example.test', primary: true, verified: true }] };
@@ -147,7 +145,7 @@ describe('signing in on the Cloud approval page', () => {
   });
 
   it("survives a forged callback with another state: the genuine one still signs in", async () => {
-    const asked = await askForCode();
+    const asked = await codeFor();
     const browser = new CookieJar();
     github.user = { id: 8081, name: 'Page Octo', emails: [{ email: 'page-owner@example.test', primary: true, verified: true }] };
     const started = await post(browser, '/device/sign-in', { provider: 'github', user_code: asked.user_code });
@@ -162,7 +160,7 @@ describe('signing in on the Cloud approval page', () => {
   });
 
   it('offers only organisations where the person may approve the kind: a member sees no team for a node', async () => {
-    const node = await askForCode('node');
+    const node = await codeFor('node');
     const browser = new CookieJar();
     const shown = await signInByEmail(browser, 'page-member@example.test', node.user_code);
     expect(title(shown)).toBe('Approve this device?');
@@ -202,7 +200,7 @@ describe('signing in on the Cloud approval page', () => {
   });
 
   it('signs out', async () => {
-    const asked = await askForCode();
+    const asked = await codeFor();
     const browser = new CookieJar();
     const shown = await signInByEmail(browser, 'page-owner@example.test', asked.user_code);
     const csrf = /name="csrf" value="([^"]+)"/.exec(shown.text)![1]!;
