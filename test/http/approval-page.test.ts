@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request, { type Response } from 'supertest';
 import { CookieJar, PageBrowser } from '../support/cookie-jar.js';
 import { askForCode, pollForTokens, type AskedCode } from '../support/devices.js';
-import { call, createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
+import { createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
 import { TestIdentityProvider } from '../support/idp.js';
 import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { DeviceAuthorizationEntity } from '../../src/modules/devices/entities.js';
