@@ -10,10 +10,11 @@ import {
   startCloud,
   type CloudPlatform,
 } from '../support/cloud.js';
-import { TestIdentityProvider } from '../support/idp.js';
-import { FakeOAuthProvider } from '../support/oauth2-server.js';
+import type { TestIdentityProvider } from '../support/idp.js';
+import type { FakeOAuthProvider } from '../support/oauth2-server.js';
 import { CookieJar } from '../support/cookie-jar.js';
 import { call } from '../support/platform.js';
+import { returnToCallback, StandInProviders, startSignIn, type Provider } from '../support/providers.js';
 
 /**
  * Sign-in through identity providers (spec 4.3 `GET /auth/v1/start`): the service's own
@@ -24,39 +25,22 @@ import { call } from '../support/platform.js';
  */
 
 let platform: CloudPlatform;
+let providers: StandInProviders;
 let google: TestIdentityProvider;
 let microsoft: TestIdentityProvider;
 let github: FakeOAuthProvider;
 let facebook: FakeOAuthProvider;
 
 beforeAll(async () => {
-  [google, microsoft, github, facebook] = await Promise.all([
-    TestIdentityProvider.start({ clientId: 'platform-cloud', interactive: { redirectUris: [`${BASE_URL}/auth/v1/callback/google`], confidential: true } }),
-    TestIdentityProvider.start({ clientId: 'platform-cloud', interactive: { redirectUris: [`${BASE_URL}/auth/v1/callback/microsoft`], confidential: true } }),
-    FakeOAuthProvider.start('github'),
-    FakeOAuthProvider.start('facebook'),
-  ]);
-  platform = await startCloud({
-    env: {
-      GOOGLE_CLIENT_ID: google.clientId,
-      GOOGLE_CLIENT_SECRET: google.clientSecret,
-      GOOGLE_ISSUER: google.issuer,
-      MICROSOFT_CLIENT_ID: microsoft.clientId,
-      MICROSOFT_CLIENT_SECRET: microsoft.clientSecret,
-      MICROSOFT_ISSUER: microsoft.issuer,
-      ...github.env(),
-      ...facebook.env(),
-      AUTH_PROVIDER_ORDER: 'github,email,google',
-    },
-  });
+  providers = await StandInProviders.start();
+  ({ google, microsoft, github, facebook } = providers);
+  platform = await startCloud({ env: { ...providers.env(), AUTH_PROVIDER_ORDER: 'github,email,google' } });
 });
 
 afterAll(async () => {
-  await Promise.all([google?.close(), microsoft?.close(), github?.close(), facebook?.close()]);
+  await providers?.close();
   await platform?.close();
 });
-
-type Provider = 'google' | 'microsoft' | 'github' | 'facebook';
 
 interface Started {
   verifier: string;
@@ -67,26 +51,14 @@ interface Started {
 }
 
 async function startAt(provider: string, extra: Record<string, string> = {}, browser = new CookieJar()): Promise<Started> {
-  const { verifier, challenge } = await pkce();
-  const query = new URLSearchParams({ provider, client: 'console', redirect_uri: CONSOLE_REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', state: 'client-state', ...extra });
-  const res = await call(platform, 'get', `/auth/v1/start?${query}`, { headers: browser.headers() });
-  expect(res.status).toBe(302);
-  browser.store(res.headers['set-cookie']);
-  return { verifier, challenge, location: new URL(res.headers.location!), browser };
+  return { ...(await startSignIn(platform, browser, provider, extra)), browser };
 }
 
 /** Through the provider (as `login` for the OpenID providers) and back through our callback, in `browser` (the one that started, unless told). */
 async function throughProvider(provider: Provider, started: Started, login = 'someone', browser = started.browser): Promise<URL> {
-  const back =
-    provider === 'google' ? await google.authorize(started.location.href, login)
-    : provider === 'microsoft' ? await microsoft.authorize(started.location.href, login)
-    : provider === 'github' ? await github.authorize(started.location.href)
-    : await facebook.authorize(started.location.href);
+  const back = await providers.authorize(provider, started.location.href, login);
   expect(`${back.origin}${back.pathname}`).toBe(`${BASE_URL}/auth/v1/callback/${provider}`);
-  const res = await call(platform, 'get', `${back.pathname}${back.search}`, { headers: browser.headers() });
-  expect(res.status).toBe(302);
-  expect(res.headers['cache-control']).toBe('no-store');
-  return new URL(res.headers.location!);
+  return returnToCallback(platform, browser, back);
 }
 
 async function exchange(code: string, verifier: string, extra: Record<string, string> = {}, headers: Record<string, string> = {}) {

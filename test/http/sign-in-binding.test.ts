@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SignInMethodEntity } from '../../src/modules/signin/entities.js';
 import { newId } from '../../src/util/ids.js';
-import { BASE_URL, bearer, CONSOLE_REDIRECT, emailSignIn, lastMailTo, pkce, startCloud, type CloudPlatform, type SignedIn } from '../support/cloud.js';
+import { bearer, CONSOLE_REDIRECT, emailSignIn, lastMailTo, pkce, startCloud, type CloudPlatform, type SignedIn } from '../support/cloud.js';
 import { CookieJar } from '../support/cookie-jar.js';
-import { TestIdentityProvider } from '../support/idp.js';
-import { FakeOAuthProvider } from '../support/oauth2-server.js';
+import type { TestIdentityProvider } from '../support/idp.js';
+import type { FakeOAuthProvider } from '../support/oauth2-server.js';
 import { call } from '../support/platform.js';
+import { PROVIDERS, returnToCallback, StandInProviders, startSignIn, type Provider } from '../support/providers.js';
 
 /**
  * Sign-in flows belong to whoever started them (issue 21), tried as an attacker and a victim
@@ -24,10 +25,8 @@ import { call } from '../support/platform.js';
  * - A refresh is bound to the session's client.
  */
 
-type Provider = 'google' | 'microsoft' | 'github' | 'facebook';
-const PROVIDERS: Provider[] = ['google', 'microsoft', 'github', 'facebook'];
-
 let platform: CloudPlatform;
+let providers: StandInProviders;
 let google: TestIdentityProvider;
 let microsoft: TestIdentityProvider;
 let github: FakeOAuthProvider;
@@ -35,28 +34,13 @@ let facebook: FakeOAuthProvider;
 let accounts = 0;
 
 beforeAll(async () => {
-  [google, microsoft, github, facebook] = await Promise.all([
-    TestIdentityProvider.start({ clientId: 'platform-cloud', interactive: { redirectUris: [`${BASE_URL}/auth/v1/callback/google`], confidential: true } }),
-    TestIdentityProvider.start({ clientId: 'platform-cloud', interactive: { redirectUris: [`${BASE_URL}/auth/v1/callback/microsoft`], confidential: true } }),
-    FakeOAuthProvider.start('github'),
-    FakeOAuthProvider.start('facebook'),
-  ]);
-  platform = await startCloud({
-    env: {
-      GOOGLE_CLIENT_ID: google.clientId,
-      GOOGLE_CLIENT_SECRET: google.clientSecret,
-      GOOGLE_ISSUER: google.issuer,
-      MICROSOFT_CLIENT_ID: microsoft.clientId,
-      MICROSOFT_CLIENT_SECRET: microsoft.clientSecret,
-      MICROSOFT_ISSUER: microsoft.issuer,
-      ...github.env(),
-      ...facebook.env(),
-    },
-  });
+  providers = await StandInProviders.start();
+  ({ google, microsoft, github, facebook } = providers);
+  platform = await startCloud({ env: providers.env() });
 });
 
 afterAll(async () => {
-  await Promise.all([google?.close(), microsoft?.close(), github?.close(), facebook?.close()]);
+  await providers?.close();
   await platform?.close();
 });
 
@@ -81,24 +65,13 @@ interface Started {
 }
 
 async function start(browser: CookieJar, provider: Provider, extra: Record<string, string> = {}): Promise<Started> {
-  const { verifier, challenge } = await pkce();
-  const query = new URLSearchParams({ provider, client: 'console', redirect_uri: CONSOLE_REDIRECT, code_challenge: challenge, state: 'client-state', ...extra });
-  const res = await call(platform, 'get', `/auth/v1/start?${query}`, { headers: browser.headers() });
-  expect(res.status).toBe(302);
-  browser.store(res.headers['set-cookie']);
-  return { verifier, challenge, authorizeUrl: res.headers.location! };
+  const { verifier, challenge, location } = await startSignIn(platform, browser, provider, extra);
+  return { verifier, challenge, authorizeUrl: location.href };
 }
 
 /** Someone signed in at the provider as `login` opens the authorize URL; the provider sends their browser to our callback. */
 async function finishIn(browser: CookieJar, provider: Provider, started: Started, login: string): Promise<URL> {
-  const back =
-    provider === 'google' ? await google.authorize(started.authorizeUrl, login)
-    : provider === 'microsoft' ? await microsoft.authorize(started.authorizeUrl, login)
-    : provider === 'github' ? await github.authorize(started.authorizeUrl)
-    : await facebook.authorize(started.authorizeUrl);
-  const res = await call(platform, 'get', `${back.pathname}${back.search}`, { headers: browser.headers() });
-  expect(res.status).toBe(302);
-  return new URL(res.headers.location!);
+  return returnToCallback(platform, browser, await providers.authorize(provider, started.authorizeUrl, login));
 }
 
 const exchange = (code: string, verifier: string, headers: Record<string, string> = {}) =>
