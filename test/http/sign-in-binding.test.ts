@@ -3,8 +3,6 @@ import { SignInMethodEntity } from '../../src/modules/signin/entities.js';
 import { newId } from '../../src/util/ids.js';
 import { bearer, CONSOLE_REDIRECT, emailSignIn, lastMailTo, pkce, startCloud, type CloudPlatform, type SignedIn } from '../support/cloud.js';
 import { CookieJar } from '../support/cookie-jar.js';
-import type { TestIdentityProvider } from '../support/idp.js';
-import type { FakeOAuthProvider } from '../support/oauth2-server.js';
 import { call } from '../support/platform.js';
 import { PROVIDERS, returnToCallback, StandInProviders, startSignIn, type Provider } from '../support/providers.js';
 
@@ -27,15 +25,10 @@ import { PROVIDERS, returnToCallback, StandInProviders, startSignIn, type Provid
 
 let platform: CloudPlatform;
 let providers: StandInProviders;
-let google: TestIdentityProvider;
-let microsoft: TestIdentityProvider;
-let github: FakeOAuthProvider;
-let facebook: FakeOAuthProvider;
 let accounts = 0;
 
 beforeAll(async () => {
   providers = await StandInProviders.start();
-  ({ google, microsoft, github, facebook } = providers);
   platform = await startCloud({ env: providers.env() });
 });
 
@@ -49,12 +42,12 @@ function accountAt(provider: Provider, email: string): string {
   const id = ++accounts;
   if (provider === 'google' || provider === 'microsoft') {
     const login = `${provider}-account-${id}`;
-    (provider === 'google' ? google : microsoft).setAccount(login, { email, email_verified: true, name: `Account ${id}` });
+    (provider === 'google' ? providers.google : providers.microsoft).setAccount(login, { email, email_verified: true, name: `Account ${id}` });
     return login;
   }
   const user = { id: 70_000 + id, name: `Account ${id}`, emails: [{ email, primary: true, verified: true }] };
-  if (provider === 'github') github.user = user;
-  else facebook.user = user;
+  if (provider === 'github') providers.github.user = user;
+  else providers.facebook.user = user;
   return String(user.id);
 }
 
@@ -112,7 +105,7 @@ describe('the flow cookie of GET /auth/v1/start', () => {
   });
 
   it('is named platform_flow (still Secure and HttpOnly) when the base URL is http', async () => {
-    const plain = await startCloud({ env: { PLATFORM_BASE_URL: 'http://localhost:8080', ...github.env() } });
+    const plain = await startCloud({ env: { PLATFORM_BASE_URL: 'http://localhost:8080', ...providers.github.env() } });
     try {
       const { challenge } = await pkce();
       const res = await call(plain, 'get', `/auth/v1/start?${new URLSearchParams({ provider: 'github', client: 'console', redirect_uri: CONSOLE_REDIRECT, code_challenge: challenge })}`);
@@ -179,11 +172,11 @@ describe('the callback', () => {
     accountAt('github', newAddress('nocookie'));
     const browser = new CookieJar();
     const started = await start(browser, 'github');
-    const back = await github.authorize(started.authorizeUrl);
-    const tokenCalls = github.requests.filter((entry) => entry.path === '/token').length;
+    const back = await providers.github.authorize(started.authorizeUrl);
+    const tokenCalls = providers.github.requests.filter((entry) => entry.path === '/token').length;
     const bare = await call(platform, 'get', `${back.pathname}${back.search}`);
     expectDenied(new URL(bare.headers.location!));
-    expect(github.requests.filter((entry) => entry.path === '/token')).toHaveLength(tokenCalls);
+    expect(providers.github.requests.filter((entry) => entry.path === '/token')).toHaveLength(tokenCalls);
     // The flow is gone: not even its own browser finishes it now.
     const late = await call(platform, 'get', `${back.pathname}${back.search}`, { headers: browser.headers() });
     expect(late.status).toBe(400);
@@ -197,7 +190,7 @@ describe('the callback', () => {
     await start(theirs, 'github');
     const started = await start(mine, 'github');
     expect(theirs.get('__Host-platform_flow')).not.toBe(mine.get('__Host-platform_flow'));
-    const back = await github.authorize(started.authorizeUrl);
+    const back = await providers.github.authorize(started.authorizeUrl);
     const res = await call(platform, 'get', `${back.pathname}${back.search}`, { headers: theirs.headers() });
     expectDenied(new URL(res.headers.location!));
   });
