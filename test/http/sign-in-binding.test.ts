@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SignInMethodEntity } from '../../src/modules/signin/entities.js';
 import { newId } from '../../src/util/ids.js';
-import { bearer, CONSOLE_REDIRECT, emailSignIn, lastMailTo, pkce, startCloud, type CloudPlatform, type SignedIn } from '../support/cloud.js';
+import { bearer, CONSOLE_REDIRECT, emailedSignInCode, emailSignIn, pkce, startCloud, type CloudPlatform, type SignedIn } from '../support/cloud.js';
 import { CookieJar } from '../support/cookie-jar.js';
 import { call } from '../support/platform.js';
 import { PROVIDERS, returnToCallback, StandInProviders, startSignIn, type Provider } from '../support/providers.js';
@@ -285,16 +285,10 @@ describe('one address, one account', () => {
   it('an emailed-code link answers a code that only the ticket\'s session turns into a method', async () => {
     const owner = await emailSignIn(platform, newAddress('mail-owner'));
     const added = newAddress('added');
-    const { verifier, challenge } = await pkce();
-    const startAnswer = await call(platform, 'post', '/auth/v1/email/start', {
-      body: { email: added, client: 'console', redirect_uri: CONSOLE_REDIRECT, code_challenge: challenge, state: 's', link: await ticketFor(owner) },
-    });
-    expect(startAnswer.status).toBe(202);
-    const verified = await call(platform, 'post', '/auth/v1/email/verify', { body: { email: added, code: (await lastMailTo(platform.outbox, added)).digits } });
-    expect(verified.status).toBe(200);
+    const { code, verifier } = await emailedSignInCode(platform, added, { link: await ticketFor(owner) });
     // Someone who got hold of the code and verifier, without the owner's session: nothing.
     expect(await methodsOf(owner.personId)).toHaveLength(1);
-    const stolen = await exchange(verified.body.code, verifier);
+    const stolen = await exchange(code, verifier);
     expect(stolen.body.error).toBe('invalid_grant');
     expect(await methodsOf(owner.personId)).toHaveLength(1);
     // The address signs nobody in to the owner's account: it is a new person's.
