@@ -69,7 +69,7 @@ export interface Reply {
   serialised?: Buffer;
 }
 
-/** Where a route sits in the request path; see DESIGN.md "The way a request travels". */
+/** Where a route sits in the request path; see docs/contributing/architecture.md "The request path". */
 export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
   method: HttpMethod;
   /** OpenAPI-style path: `/projects/v1/{id}`. */

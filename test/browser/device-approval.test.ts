@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { Page } from 'playwright-core';
 import { browsers } from '../support/browser.js';
+import { askForCode } from '../support/devices.js';
 import { createOrganisation, serverOf, startPlatform, type TestPlatform } from '../support/platform.js';
 import { TestIdentityProvider } from '../support/idp.js';
 
@@ -45,24 +46,9 @@ afterAll(async () => {
 const { open: newBrowser, closeAll } = browsers(() => origin);
 afterEach(() => closeAll());
 
-interface AskedCode {
-  device_code: string;
-  user_code: string;
-  verification_uri: string;
-  verification_uri_complete: string;
-  interval: number;
-}
-
-/** The device: asks for a code over HTTP, as a workbench does. */
-async function askForCode(name: string): Promise<AskedCode> {
-  const res = await fetch(`${origin}/relay/v1/device/code`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'user-agent': 'workbench/2.0 (browser suite)' },
-    body: JSON.stringify({ workspaceId: 'ws-browser', name }),
-  });
-  expect(res.status).toBe(200);
-  return (await res.json()) as AskedCode;
-}
+/** The device: asks for a code, as a workbench does. */
+const codeFor = (name: string) =>
+  askForCode(platform, { host: new URL(origin).host, headers: { 'user-agent': 'workbench/2.0 (browser suite)' }, body: { workspaceId: 'ws-browser', name } });
 
 async function poll(deviceCode: string): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(`${origin}/relay/v1/device/token`, {
@@ -84,7 +70,7 @@ async function signInAtProvider(page: Page, login: string): Promise<void> {
 
 describe('approving a device in the browser', () => {
   it('from verification_uri_complete: sign in at the provider, see the device, approve; the next poll gets the tokens', async () => {
-    const asked = await askForCode('Olga\'s <b>workstation</b>');
+    const asked = await codeFor('Olga\'s <b>workstation</b>');
     expect(asked.verification_uri).toBe(`${origin}/device`);
     expect((await poll(asked.device_code)).body.error).toBe('authorization_pending');
 
@@ -130,7 +116,7 @@ describe('approving a device in the browser', () => {
   });
 
   it('from verification_uri: type the code, sign in, deny; the next poll is refused', async () => {
-    const asked = await askForCode('Unexpected machine');
+    const asked = await codeFor('Unexpected machine');
     const { page, errors } = await newBrowser();
     await page.goto(asked.verification_uri);
     await expect(page.locator('h1').textContent()).resolves.toBe('Connect a device');
@@ -160,7 +146,7 @@ describe('approving a device in the browser', () => {
   });
 
   it('shows a code opened by someone else as taken, without its details', async () => {
-    const asked = await askForCode('Contested box');
+    const asked = await codeFor('Contested box');
     const first = await newBrowser();
     await first.page.goto(asked.verification_uri_complete);
     await first.page.click('button:has-text("Sign in")');
