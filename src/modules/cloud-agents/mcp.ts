@@ -1,6 +1,5 @@
-import { subject } from '@casl/ability';
 import type { Request } from 'express';
-import { abilityOf } from '../../../policies/index.js';
+import { abilityOf, authorize } from '../../../policies/index.js';
 import type { Principal } from '../../auth/principal.js';
 import { ApiError, notFound } from '../../errors.js';
 import { jsonBoundsViolation, type JsonLimits } from '../../http/json-bounds.js';
@@ -205,9 +204,7 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
 
   async function handle(req: Request, principal: Principal, runId: string): Promise<Reply> {
     const ability = abilityOf(principal);
-    if (!ability.can('relay', subject('CloudAgentRun', { id: runId, organisationId: principal.organisationId }) as never)) {
-      throw notFound('no such run');
-    }
+    authorize(ability, 'relay', 'CloudAgentRun', { id: runId, organisationId: principal.organisationId }, () => notFound('no such run'));
     const iss = configuredIssuer ?? requestOrigin(req).origin;
     if (!acceptsJson(req.headers.accept)) {
       throw new ApiError(406, 'not_acceptable', 'this endpoint answers application/json only (no event streams): Accept must allow it');

@@ -1,4 +1,3 @@
-import { subject } from '@casl/ability';
 import { authorize, defineAbilityFor } from '../../../policies/index.js';
 import type { Principal, ProjectRole } from '../../auth/principal.js';
 import { notFound } from '../../errors.js';
@@ -36,7 +35,7 @@ async function requireAccess(projects: ProjectRoles, principal: Principal | unde
   const roles = caller.personId === undefined ? new Map<string, ProjectRole>() : await projects.rolesOf(caller.organisationId, caller.personId);
   const ability = defineAbilityFor({ ...caller, projectRoles: roles });
   const record = { organisationId: caller.organisationId, projectId };
-  if (!ability.can('read', subject('Picture', { ...record }) as never)) throw notFound('no such project');
+  authorize(ability, 'read', 'Picture', record, () => notFound('no such project'));
   if (action !== 'read') authorize(ability, action, 'Picture', record);
 }
 

@@ -1,6 +1,5 @@
-import { subject } from '@casl/ability';
 import type { Logger } from 'pino';
-import { authorize, defineAbilityFor, type AppAbility } from '../../../policies/index.js';
+import { authorize, defineAbilityFor, permits, type AppAbility } from '../../../policies/index.js';
 import { actorOf, audit } from '../../audit.js';
 import type { Principal } from '../../auth/principal.js';
 import { forbidden, notFound } from '../../errors.js';
@@ -41,7 +40,7 @@ async function abilityOf(projects: ProjectService, principal: Principal | undefi
 async function visibleProject(projects: ProjectService, principal: Principal | undefined, projectId: string) {
   const ability = await abilityOf(projects, principal);
   const project = await projects.get(principal!.organisationId, projectId);
-  if (!ability.can('read', subject('Project', { id: project.id, organisationId: project.organisationId }) as never)) throw notFound('no such project');
+  authorize(ability, 'read', 'Project', { id: project.id, organisationId: project.organisationId }, () => notFound('no such project'));
   return { project, ability };
 }
 
@@ -70,7 +69,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       handler: async ({ query, principal }) => {
         const ability = await abilityOf(projects, principal);
         // Every project, when the rules grant reading a project the caller holds no role in.
-        const everything = ability.can('read', subject('Project', { id: '', organisationId: principal!.organisationId }) as never);
+        const everything = permits(ability, 'read', 'Project', { id: '', organisationId: principal!.organisationId });
         const page = await projects.page(principal!.organisationId, principal!.personId!, { onlyTheirs: !everything, limit: query.limit ?? DEFAULT_PAGE_SIZE, cursor: query.cursor });
         return {
           status: 200,
@@ -195,7 +194,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       errors: { 400: ['invalid_request'], 404: ['not_found'] },
       handler: async ({ params, query, principal }) => {
         const { project, ability } = await visibleProject(projects, principal, params.projectId);
-        if (!ability.can('read', subject('ProjectMember', { organisationId: project.organisationId, projectId: project.id, personId: '' }) as never)) throw notFound('no such project');
+        authorize(ability, 'read', 'ProjectMember', { organisationId: project.organisationId, projectId: project.id, personId: '' }, () => notFound('no such project'));
         const page = await projects.memberPage(project.organisationId, project.id, { limit: query.limit ?? DEFAULT_PAGE_SIZE, cursor: query.cursor });
         return { status: 200, body: { members: page.items.map(memberBody), nextCursor: page.nextCursor }, headers: { 'Cache-Control': 'no-store' } };
       },
@@ -248,8 +247,10 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       handler: async ({ params, principal }) => {
         const { project, ability } = await visibleProject(projects, principal, params.projectId);
         const own = { organisationId: project.organisationId, projectId: project.id, personId: params.personId };
-        const allowed = ability.can('manage-members', subject('Project', { ...project }) as never) || ability.can('delete', subject('ProjectMember', own) as never);
-        if (!allowed) throw forbidden('only the project\'s owners and the organisation\'s owners and admins remove others');
+        // Managing the project's members, or leaving it (removing one's own membership).
+        if (!permits(ability, 'manage-members', 'Project', project)) {
+          authorize(ability, 'delete', 'ProjectMember', own, () => forbidden('only the project\'s owners and the organisation\'s owners and admins remove others'));
+        }
         await projects.removeMember(project.organisationId, project.id, params.personId);
         record(principal, params.personId === principal!.personId ? 'project.member_left' : 'project.member_removed', { projectId: project.id, personId: params.personId });
         return { status: 204 };
