@@ -258,6 +258,7 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
       method: 'post',
       path,
       operationId: 'callCloudAgentRunTools',
+      permission: ['relay', 'CloudAgentRun'],
       summary: "The run's MCP endpoint (Streamable HTTP, JSON answers)",
       description:
         'MCP Streamable HTTP, JSON answers only, no sessions. The run credential as `Authorization: Bearer platform_cr_…` (valid until the run ends or expires; refused on every other route). ' +
@@ -282,7 +283,7 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
       },
       errors: { 404: ['not_found'], 406: ['not_acceptable'] },
       protocolErrors: { schema: jsonRpcErrorResponseSchema, codes: { 400: [-32700, -32600] } },
-      handler: ({ req, params, principal }) => handle(req, principal!, params.runId),
+      handler: ({ req, params, principal }) => handle(req, principal, params.runId),
     }),
     refusedMethod({
       method: 'get',
