@@ -286,6 +286,7 @@ export function buildApp(deps: AppDependencies): Platform {
       method: 'get',
       path: '/openapi.json',
       operationId: 'getOpenApiDocument',
+      permission: 'public',
       summary: 'This API described as OpenAPI 3.1.0',
       tag: 'Discovery',
       extension: true,

@@ -70,6 +70,7 @@ export function joinRoutes(options: { joinKeys: JoinKeyService; dpop: DpopVerifi
       method: 'post',
       path: '/relay/v1/device/join',
       operationId: 'joinWithKey',
+      permission: 'public',
       summary: 'Enrol a node with a join key',
       description:
         "Enrols a node at once; the key's creator is recorded as its approver and must still be an owner or admin of the organisation. " +

@@ -43,6 +43,7 @@ export function tokenRoutes(options: { tokens: DeviceTokenService; dpop: DpopVer
       method: 'post',
       path: '/relay/v1/token',
       operationId: 'refreshDeviceToken',
+      permission: 'public',
       summary: 'Exchange a device refresh token for a new pair',
       description:
         'Every use rotates the refresh token. Presenting a replaced refresh token again ends every token of the device ' +

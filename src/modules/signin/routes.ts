@@ -92,6 +92,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       method: 'get',
       path: '/auth/v1/email/challenge',
       operationId: 'emailSignInChallenge',
+      permission: 'public',
       summary: 'What email/start asks before it mails a code',
       description:
         'Off by default: `{"kind":"none"}`, and `POST /auth/v1/email/start` needs no `proof`. With the built-in proof of work ' +
@@ -113,6 +114,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       method: 'get',
       path: '/auth/v1/providers',
       operationId: 'listSignInProviders',
+      permission: 'public',
       summary: 'The ways to sign in',
       tag: 'Cloud sign-in',
       cloudOnly: true,
@@ -128,6 +130,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       method: 'get',
       path: '/auth/v1/start',
       operationId: 'startSignIn',
+      permission: 'public',
       summary: 'Sign in through an identity provider (authorization code with PKCE)',
       description:
         'Sends the browser to the provider. After sign-in the service sends the person to `redirect_uri` with a one-time `code` (60 seconds, single use, ' +
@@ -182,6 +185,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       method: 'get',
       path: '/auth/v1/callback/{provider}',
       operationId: 'finishSignIn',
+      permission: 'public',
       summary: "The identity provider's answer",
       description:
         `Register \`${origin ?? '<PLATFORM_BASE_URL>'}/auth/v1/callback/<provider>\` as the redirect URI of this service's client at each provider. ` +
@@ -231,6 +235,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       method: 'post',
       path: '/auth/v1/email/start',
       operationId: 'startEmailSignIn',
+      permission: 'public',
       summary: 'Mail a six-digit sign-in code',
       description:
         'Always 202 `{}` when the request is well-formed, whether or not the address has an account. The code works 10 minutes and five tries; ' +
@@ -268,6 +273,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       method: 'post',
       path: '/auth/v1/email/verify',
       operationId: 'verifyEmailSignIn',
+      permission: 'public',
       summary: 'Exchange the emailed code for a one-time code',
       description:
         'Answers the one-time code to send to `POST /auth/v1/token` with the PKCE verifier and redirect URI of the start. A code allows five tries; ' +
@@ -295,6 +301,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       method: 'post',
       path: '/auth/v1/token',
       operationId: 'exchangeSessionToken',
+      permission: { authenticated: 'exchanges a code for tokens: a link flow\'s code with the session\'s own access token, any other code without one (the code decides, RFC 6749)' },
       summary: 'Exchange a one-time code, or refresh a session',
       description:
         '`grant_type=authorization_code` with `code`, `code_verifier`, `redirect_uri` (no client authentication: the code knows its client; `client_id` ' +
@@ -354,6 +361,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       method: 'post',
       path: '/auth/v1/logout',
       operationId: 'signOut',
+      permission: { authenticated: 'ends the caller\'s own session' },
       summary: 'End the session',
       description: 'Every token issued in the session (access and refresh, the one presented included) stops working at once.',
       tag: 'Cloud sign-in',
@@ -363,7 +371,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       schemas: {},
       responses: { 204: { description: 'Signed out.' } },
       handler: async ({ principal }) => {
-        await sessions.end(principal!.sessionId!);
+        await sessions.end(principal.sessionId!);
         return { status: 204 };
       },
     }),

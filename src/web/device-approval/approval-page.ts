@@ -403,7 +403,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     if (!userCode) return send(res, 200, entryPage({ signedIn: current.signedIn }));
     const device = await lookUpFor(req, res, current, userCode, fromQuery !== undefined);
     const choices = current.memberships
-      .filter((entry) => mayApproveKind(device.kind, entry.role, entry.organisation.id))
+      .filter((entry) => mayApproveKind(device.kind, { personId: current.session.personId, organisationId: entry.organisation.id, role: entry.role }))
       .map((entry) => ({ id: entry.organisation.id, name: entry.organisation.kind === 'personal' ? `${entry.organisation.name} (personal)` : entry.organisation.name }));
     send(res, 200, devicePage(device, { csrf: current.csrf, signedIn: current.signedIn, organisationName: 'the organisation you choose', choices }));
   }
