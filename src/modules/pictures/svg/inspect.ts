@@ -66,7 +66,8 @@ class Frame implements ElementSignature {
 
   path(): string {
     const labels: string[] = [];
-    for (let at: Frame | undefined = this; at; at = at.parent) labels.push(at.parent ? `${at.name}[${at.number}]` : 'svg');
+    labels.push(this.parent ? `${this.name}[${this.number}]` : 'svg');
+    for (let at = this.parent; at; at = at.parent) labels.push(at.parent ? `${at.name}[${at.number}]` : 'svg');
     labels.reverse();
     // A deep path keeps its ends: where it starts and the last few steps.
     if (labels.length > 12) labels.splice(3, labels.length - 9, '…');
