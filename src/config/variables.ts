@@ -264,7 +264,7 @@ export const VARIABLES = {
     description: 'Picture saves whose SVG may wait for a check thread; one more while all are busy: 503 `unavailable` with `Retry-After: 1`.',
   }),
   SVG_CHECK_TIMEOUT_MS: integer({
-    default: 5000,
+    default: 10_000,
     min: 1,
     max: 120_000,
     description: 'Longest one SVG check may run on its thread (the wait for a thread not counted); longer: the thread is ended and replaced, and the save is 400 `svg_too_complex`.',

@@ -106,7 +106,7 @@ class PooledChecker implements SvgChecker {
 
   check(text: string): Promise<CheckedSvg> {
     if (this.closed) return Promise.reject(new Error('the SVG checker is closed'));
-    const free = [...this.threads].some((thread) => thread.task === undefined);
+    const free = [...this.threads].some((thread) => thread.ready && thread.task === undefined);
     if (!free && this.threads.size >= this.settings.threads && this.waiting.length >= this.settings.queue) return Promise.reject(new SvgCheckBusy());
     return new Promise<CheckedSvg>((resolve, reject) => {
       this.waiting.push({ id: this.nextId++, text, resolve, reject });
