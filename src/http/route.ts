@@ -4,7 +4,7 @@ import type { FromSchema } from 'json-schema-to-ts';
 import { match, type MatchFunction } from 'path-to-regexp';
 import type { Principal, TokenKind } from '../auth/principal.js';
 import type { Deployment } from '../config.js';
-import type { OrganisationRecord } from '../modules/organisation/entities.js';
+import type { OrganisationRecord } from '../domain/organisation.js';
 import { isErrorCode, type ErrorCode } from '../error-codes.js';
 import { ApiError, invalidRequest, methodNotAllowed, payloadTooLarge, unsupportedMediaType } from '../errors.js';
 import { sendJson, sendSerialisedJson } from './errors.js';

@@ -4,6 +4,7 @@ import { isUniqueViolation, withRetries } from '../../db/errors.js';
 import { conflict, invalidRequest, notFound } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
+import { HOST_NAME } from '../../domain/organisation.js';
 import type { OrganisationKind, OrganisationPlan, OrganisationRecord, PersonRecord } from './entities.js';
 import { OrganisationStore, type MemberView } from './store.js';
 
@@ -60,8 +61,6 @@ export interface SignedInPerson {
   person: PersonRecord;
   role: OrganisationRole;
 }
-
-export const HOST_NAME = /^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*$/;
 
 export function normaliseHost(host: string): string {
   const lower = host.trim().toLowerCase().replace(/\.$/, '');
