@@ -33,7 +33,8 @@ import { defineRoute, RouteRegistry, type DeploymentProfile } from './http/route
 import { tenancy } from './http/tenancy.js';
 import { memoryStores, RateLimits } from './http/rate-limit.js';
 import { discoveryRoutes } from './modules/discovery/routes.js';
-import { databaseProbe, healthRoutes, migrationsProbe, ProbeFailure, type ReadinessProbe } from './modules/health/routes.js';
+import { databaseProbe, healthRoutes, migrationsProbe } from './modules/health/routes.js';
+import { ProbeFailure, type ReadinessProbe } from './readiness.js';
 import { organisationRoutes } from './modules/organisation/routes.js';
 import type { OrganisationService } from './modules/organisation/service.js';
 import { policyRoutes } from './modules/policy/routes.js';
@@ -59,7 +60,7 @@ import type { CachedDevice } from './auth/device-token.js';
 import { countingMailer, type Mailer } from './mail/mailer.js';
 import { accountRoutes } from './modules/account/routes.js';
 import { AccountService } from './modules/account/service.js';
-import type { IdentityProvider } from './modules/signin/identity-provider.js';
+import type { IdentityProvider } from './identity/identity-provider.js';
 import { signInRateLimits, signInRoutes } from './modules/signin/routes.js';
 import { SignInService } from './modules/signin/service.js';
 import { ProofOfWork, type EmailStartCheck } from './modules/signin/email-start-check.js';

@@ -13,7 +13,7 @@ import type { OrganisationService } from '../organisation/service.js';
 import type { SignInCodeRecord, SignInMethodRecord } from './entities.js';
 import { bindingHash, sameBrowser } from './flow-binding.js';
 import type { IdentityProviderId, SignInClient, SignInProviderId, SignInSettings } from './settings.js';
-import { IdentityProviderError, PROVIDER_LABELS, type IdentityProvider, type ProviderIdentity } from './identity-provider.js';
+import { IdentityProviderError, PROVIDER_LABELS, type IdentityProvider, type ProviderIdentity } from '../../identity/identity-provider.js';
 import { oauthError, type CloudSessions, type SessionTokens } from './sessions.js';
 import { SignInStore } from './store.js';
 import { checkMailCaps, MAIL_CAP_DAY_MS } from './mail-caps.js';
