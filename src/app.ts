@@ -37,6 +37,7 @@ import { databaseProbe, healthRoutes, migrationsProbe } from './modules/health/r
 import { ProbeFailure, type ReadinessProbe } from './readiness.js';
 import { organisationRoutes } from './modules/organisation/routes.js';
 import type { OrganisationService } from './modules/organisation/service.js';
+import { OrganisationStore } from './modules/organisation/store.js';
 import { policyRoutes } from './modules/policy/routes.js';
 import type { PolicyService } from './modules/policy/service.js';
 import type { LatestNumbers } from './modules/policy/store.js';
@@ -65,6 +66,7 @@ import { signInRateLimits, signInRoutes } from './modules/signin/routes.js';
 import { SignInService } from './modules/signin/service.js';
 import { ProofOfWork, type EmailStartCheck } from './modules/signin/email-start-check.js';
 import { CloudSessions } from './modules/signin/sessions.js';
+import { SignInStore } from './modules/signin/store.js';
 import type { IdentityProviderId } from './modules/signin/settings.js';
 import { TeamService } from './modules/teams/service.js';
 import { teamRateLimits, teamRoutes } from './modules/teams/routes.js';
@@ -274,8 +276,14 @@ export function buildApp(deps: AppDependencies): Platform {
       ? new ProofOfWork({ bits: config.cloud.emailProofOfWorkBits, key: Buffer.from(hkdfSync('sha256', config.cloud.codeSecret ?? randomBytes(32), 'email start proof of work', 'platform pow v1', 32)), clock, replay })
       : undefined);
   registry.add(...signInRoutes({ service: signIn, sessions, config: signInSettings, origin: ownOrigin, emailStartCheck }));
-  registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger), signIn));
-  const teams = new TeamService(dataSource, clock, { config: config.teams, mailer, logger });
+  registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger, new SignInStore(dataSource)), signIn));
+  const teams = new TeamService(dataSource, clock, {
+    config: config.teams,
+    mailer,
+    logger,
+    organisations: new OrganisationStore(dataSource),
+    signInMethods: new SignInStore(dataSource),
+  });
   registry.add(...teamRoutes(teams, teamRateLimits(config.teams, signInSettings.rateLimitPerMinute)));
   registry.add(...cloudAgentRoutes(cloudAgents));
   registry.add(

@@ -5,8 +5,7 @@ import {
   type CloudAgentRunRecord,
 } from './entities.js';
 
-import { storedDate } from '../../db/dates.js';
-import { sqlTime, type Dialect } from '../ingest/store.js';
+import { sqlTime, storedDate, type Dialect } from '../../db/dates.js';
 
 export interface CredentialHolder {
   run: Pick<CloudAgentRunRecord, 'id' | 'organisationId' | 'deviceId' | 'personId' | 'expiresAt' | 'endedAt'>;
