@@ -89,6 +89,12 @@ const WALLS = [
   { name: 'policies ↛ http, modules', breaks: (from, to) => from.startsWith('policies/') && (to.startsWith('src/http/') || to.startsWith('src/modules/')) },
   { name: 'modules ↛ config', breaks: (from, to) => from.startsWith('src/modules/') && (to === 'src/config.ts' || to.startsWith('src/config/')) },
   {
+    name: 'shared types and ports ↛ modules, http, auth, adapters, policies',
+    breaks: (from, to) =>
+      /^src\/(domain|identity|state|mail|util)\/|^src\/(readiness|errors|error-codes)\.ts$/.test(from) &&
+      /^src\/(modules|http|auth)\/|^(adapters|policies)\//.test(to),
+  },
+  {
     name: "module ↛ another module's store",
     breaks: (from, to) => from.startsWith('src/modules/') && to.startsWith('src/modules/') && layerOf(from) !== layerOf(to) && /\/store\.ts$/.test(to),
   },
