@@ -26,14 +26,14 @@ function partial(schema: Schema): Schema {
       }),
     );
   }
-  return copy as Schema;
+  return copy;
 }
 
 export const policyOverrideSchema = named('PolicyOverride', {
   ...partial(policyDocumentSchema),
   description:
     "A project's override: any part of the policy document (every field optional, every value as in `PolicyDocument`). Objects merge key by key over the organisation's policy; arrays and values replace. `{}` clears the override.",
-} as Schema);
+});
 
 export const policyAnswerSchema = named('PolicyAnswer', {
   type: 'object',
