@@ -1,4 +1,4 @@
-import type { PolicyDocument } from '../src/modules/policy/schemas.js';
+import type { PolicyDocument } from './policy-document.js';
 
 /**
  * The policy every workbench of an organisation enforces until the organisation publishes its

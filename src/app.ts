@@ -29,9 +29,11 @@ import { defineRoute, RouteRegistry, type DeploymentProfile } from './http/route
 import { tenancy } from './http/tenancy.js';
 import { memoryStores, RateLimits } from './http/rate-limit.js';
 import { discoveryRoutes } from './modules/discovery/routes.js';
-import { databaseProbe, healthRoutes, migrationsProbe, ProbeFailure, type ReadinessProbe } from './modules/health/routes.js';
+import { databaseProbe, healthRoutes, migrationsProbe } from './modules/health/routes.js';
+import { ProbeFailure, type ReadinessProbe } from './readiness.js';
 import { organisationRoutes } from './modules/organisation/routes.js';
 import type { OrganisationService } from './modules/organisation/service.js';
+import { OrganisationStore } from './modules/organisation/store.js';
 import { policyRoutes } from './modules/policy/routes.js';
 import type { PolicyService } from './modules/policy/service.js';
 import type { LatestNumbers } from './modules/policy/store.js';
@@ -56,11 +58,12 @@ import type { CachedDevice } from './auth/device-token.js';
 import { countingMailer, type Mailer } from './mail/mailer.js';
 import { accountRoutes } from './modules/account/routes.js';
 import { AccountService } from './modules/account/service.js';
-import type { IdentityProvider } from './modules/signin/identity-provider.js';
+import type { IdentityProvider } from './identity/identity-provider.js';
 import { createSignInModule } from './modules/signin/module.js';
 import type { SignInService } from './modules/signin/service.js';
 import { ProofOfWork, type EmailStartCheck } from './modules/signin/email-start-check.js';
 import type { CloudSessions } from './modules/signin/sessions.js';
+import { SignInStore } from './modules/signin/store.js';
 import type { IdentityProviderId } from './modules/signin/settings.js';
 import { TeamService } from './modules/teams/service.js';
 import { teamRateLimits, teamRoutes } from './modules/teams/routes.js';
@@ -270,8 +273,14 @@ export function buildApp(deps: AppDependencies): Platform {
   registry.add(...pictureRoutes(new PictureService(dataSource, clock, svgChecks), projects));
   registry.add(...devicesRoutes({ store: deviceStore, tokens: deviceTokens, joinKeys, deviceCodes }, { dpop, deployment: config.deployment }));
   registry.add(...signInModule.routes);
-  registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger), signIn.accounts));
-  const teams = new TeamService(dataSource, clock, { config: config.teams, mailer, logger });
+  registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger, new SignInStore(dataSource)), signIn.accounts));
+    const teams = new TeamService(dataSource, clock, {
+    config: config.teams,
+    mailer,
+    logger,
+    organisations: new OrganisationStore(dataSource),
+    signInMethods: new SignInStore(dataSource),
+  });
   registry.add(...teamRoutes(teams, teamRateLimits(config.teams, signInSettings.rateLimitPerMinute)));
   registry.add(...cloudAgentRoutes(cloudAgents));
   registry.add(

@@ -7,9 +7,9 @@ import {
   type IdentityProvider,
   type ProviderChecks,
   type ProviderIdentity,
+  type IdentityProviderId,
   type StartedProviderSignIn,
-} from '../../src/modules/signin/identity-provider.js';
-import type { IdentityProviderId } from '../../src/modules/signin/settings.js';
+} from '../../src/identity/identity-provider.js';
 
 /**
  * The Cloud identity providers (spec 4.3): Google and Microsoft as OpenID Connect providers

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { RedisStore } from 'rate-limit-redis';
-import type { RateLimitRule, RateLimitStoreFactory } from '../../src/http/rate-limit.js';
-import { ProbeFailure } from '../../src/modules/health/routes.js';
+import { ProbeFailure } from '../../src/readiness.js';
 
 /**
  * Rate-limit counters in Redis (rate-limit-redis), made to recover on their own when Redis goes
@@ -32,9 +31,9 @@ export class RedisRateLimitStores {
     redis.on('ready', () => void this.loadMissing().catch(() => undefined));
   }
 
-  /** One store per rule, its keys under `platform:rl:<rule>:`. */
-  stores(): RateLimitStoreFactory {
-    return (rule: RateLimitRule) =>
+  /** One store per rule, its keys under `platform:rl:<rule>:` (src/http/rate-limit.ts `RateLimits` takes this factory). */
+  stores(): (rule: { name: string }) => RedisStore {
+    return (rule) =>
       new RedisStore({
         prefix: `platform:rl:${rule.name}:`,
         sendCommand: (command: string, ...args: string[]) => this.send(command, args) as never,

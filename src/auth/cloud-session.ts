@@ -2,8 +2,8 @@ import type { Request } from 'express';
 import type { AuthCache } from './auth-cache.js';
 import { hashSecret } from '../util/secrets.js';
 import { notFound, unauthorized } from '../errors.js';
-import type { OrganisationService } from '../modules/organisation/service.js';
-import { SESSION_ACCESS_PREFIX, type CloudSessions } from '../modules/signin/sessions.js';
+import type { MembershipLookup, SessionLookup } from './lookups.js';
+import { SESSION_ACCESS_PREFIX } from './token-formats.js';
 import type { Credential, Resolved, TokenResolver } from './resolver.js';
 
 const ORGANISATION_HEADER = 'x-platform-organisation';
@@ -22,8 +22,8 @@ export class CloudSessionResolver implements TokenResolver {
   readonly kind = 'cloud-session' as const;
 
   constructor(
-    private readonly sessions: CloudSessions,
-    private readonly organisations: OrganisationService,
+    private readonly sessions: SessionLookup,
+    private readonly organisations: MembershipLookup,
     /** Resolved (session, organisation) pairs for a few seconds (src/auth/auth-cache.ts). */
     private readonly cache?: AuthCache<Resolved>,
   ) {}

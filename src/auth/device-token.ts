@@ -1,11 +1,10 @@
 import type { Request } from 'express';
-import type { DeviceRecord } from '../modules/devices/entities.js';
-import type { OrganisationRecord } from '../modules/organisation/entities.js';
+import type { OrganisationRecord } from '../domain/organisation.js';
 import type { AuthCache } from './auth-cache.js';
 import { hashSecret } from '../util/secrets.js';
 import { ApiError, unauthorized } from '../errors.js';
-import type { OrganisationService } from '../modules/organisation/service.js';
-import { ACCESS_TOKEN_PREFIX, type DeviceTokenService } from '../modules/devices/tokens.js';
+import type { DeviceTokenLookup, OrganisationLookup, TokenDevice } from './lookups.js';
+import { ACCESS_TOKEN_PREFIX } from './token-formats.js';
 import type { Clock } from '../util/clock.js';
 import { DPOP_ADVERTISED_ALGS, DpopError, requestHtu, type DpopVerifier } from './dpop.js';
 import type { Principal } from './principal.js';
@@ -27,7 +26,7 @@ const DPOP_CHALLENGE = `DPoP error="invalid_token", algs="${DPOP_ADVERTISED_ALGS
 
 /** A verified device access token, as the cache keeps it (by the token's hash). */
 export interface CachedDevice {
-  device: DeviceRecord;
+  device: TokenDevice;
   expiresAt: Date;
   /** The principal its requests carry: one frozen object per entry, so that the requests of one
    * cached token share it (and the ability kept with it, policies/index.ts `abilityOf`). */
@@ -46,9 +45,9 @@ export class DeviceTokenResolver implements TokenResolver {
   private readonly lastSeen = new Map<string, number>();
 
   constructor(
-    private readonly tokens: DeviceTokenService,
+    private readonly tokens: DeviceTokenLookup,
     private readonly dpop: DpopVerifier,
-    private readonly organisations: OrganisationService,
+    private readonly organisations: OrganisationLookup,
     private readonly clock: Clock,
     private readonly touch: (deviceId: string, at: Date) => Promise<void>,
     /** Verified tokens for a few seconds (src/auth/auth-cache.ts); absent: every request reads the database. */

@@ -3,8 +3,8 @@ import type { AuthCache } from './auth-cache.js';
 import { hashSecret } from '../util/secrets.js';
 import { PersonTokenError, peekIssuer, type OrganisationOidcVerifier } from '../../adapters/identity/organisation-oidc.js';
 import { unauthorized } from '../errors.js';
-import type { OrganisationService } from '../modules/organisation/service.js';
-import { RemovedMember, roleFromClaim } from '../modules/organisation/service.js';
+import { RemovedMember, type PersonTokenOrganisations } from './lookups.js';
+import { ORGANISATION_ROLES, type OrganisationRole } from './principal.js';
 import type { Credential, Resolved, TokenResolver } from './resolver.js';
 
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
@@ -20,6 +20,13 @@ function claimAt(payload: Record<string, unknown>, path: string): unknown {
     value = (value as Record<string, unknown>)[part];
   }
   return value;
+}
+
+/** The role a token's claim names; the highest recognised one when the claim is a list. */
+export function roleFromClaim(value: unknown): OrganisationRole | undefined {
+  const values = Array.isArray(value) ? value : [value];
+  for (const role of ORGANISATION_ROLES) if (values.includes(role)) return role;
+  return undefined;
 }
 
 /** Longest values of the claims the service reads (OpenID Connect Core 5.7: `sub` is at most 255 ASCII characters). */
@@ -69,7 +76,7 @@ export class PersonTokenResolver implements TokenResolver {
 
   constructor(
     private readonly verifier: OrganisationOidcVerifier,
-    private readonly organisations: OrganisationService,
+    private readonly organisations: PersonTokenOrganisations,
     /** Verified tokens for a few seconds, never past their `exp` (src/auth/auth-cache.ts). */
     private readonly cache?: AuthCache<Resolved>,
   ) {}

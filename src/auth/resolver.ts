@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import type { OrganisationRecord } from '../modules/organisation/entities.js';
+import type { OrganisationRecord } from '../domain/organisation.js';
 import type { Principal, TokenKind } from './principal.js';
 
 /** The credential of the Authorization header, split once. */

@@ -110,7 +110,7 @@ export class RevocationSubscriber implements EntitySubscriberInterface {
   }
 
   async afterUpdate(event: UpdateEvent<object>): Promise<void> {
-    if (!event.metadata || !relevant(event.metadata.tableName, event.entity as object | undefined)) return;
+    if (!event.metadata || !relevant(event.metadata.tableName, event.entity)) return;
     await changed(event.connection, event.queryRunner);
   }
 
@@ -228,9 +228,9 @@ export class AuthRevocations {
 
   private async readCounter(): Promise<number | undefined> {
     try {
-      const rows = (await this.dataSource.query(
+      const rows = await this.dataSource.query<{ counter: number | string }[]>(
         `SELECT ${quoted(this.dataSource, 'counter')} AS counter FROM ${quoted(this.dataSource, REVOCATION_TABLE)} WHERE ${quoted(this.dataSource, 'id')} = 1`,
-      )) as { counter: number | string }[];
+      );
       return rows[0] === undefined ? undefined : Number(rows[0].counter);
     } catch {
       return undefined;

@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import { unauthorized } from '../errors.js';
-import type { OrganisationService } from '../modules/organisation/service.js';
-import { RUN_CREDENTIAL_PREFIX, type CloudAgentService } from '../modules/cloud-agents/service.js';
+import type { OrganisationLookup, RunCredentialLookup } from './lookups.js';
+import { RUN_CREDENTIAL_PREFIX } from './token-formats.js';
 import type { Credential, Resolved, TokenResolver } from './resolver.js';
 
 const CHALLENGE = 'Bearer realm="platform", error="invalid_token"';
@@ -17,8 +17,8 @@ export class RunCredentialResolver implements TokenResolver {
   readonly kind = 'run-credential' as const;
 
   constructor(
-    private readonly runs: CloudAgentService,
-    private readonly organisations: OrganisationService,
+    private readonly runs: RunCredentialLookup,
+    private readonly organisations: OrganisationLookup,
   ) {}
 
   recognises(credential: Credential): boolean {

@@ -73,7 +73,7 @@ function currentOidc(organisation: OrganisationRecord): OidcSettings | undefined
 export function oidcSettingsFrom(flags: OidcFlags, current: OidcSettings | undefined, allowHttpLoopback: boolean): OidcSettings | undefined {
   const given = (Object.keys(OIDC_FLAG_NAMES) as (keyof OidcFlags)[]).filter((key) => flags[key] !== undefined);
   if (given.length === 0) return undefined;
-  const merged = { ...current, ...Object.fromEntries(given.map((key) => [key, flags[key]!.trim()])) } as OidcFlags;
+  const merged = { ...current, ...Object.fromEntries(given.map((key) => [key, flags[key]!.trim()])) };
   const missing = (['issuer', 'clientId', 'apiScope', 'audience'] as const).filter((key) => !merged[key]);
   if (missing.length) {
     throw new CliError(

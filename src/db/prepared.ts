@@ -28,5 +28,5 @@ export async function hotRead(db: DataSource | EntityManager, sql: string, param
     if (!statement) cache.set(sql, (statement = handle.prepare(sql)));
     return statement.all(...params) as Record<string, unknown>[];
   }
-  return (await manager.query(sql, params as unknown[])) as Record<string, unknown>[];
+  return await manager.query<Record<string, unknown>[]>(sql, params as unknown[]);
 }

@@ -38,10 +38,10 @@ export interface ServerFacts {
 }
 
 export async function readServerFacts(dataSource: DataSource): Promise<ServerFacts> {
-  const rows = (await dataSource.query(
+  const rows = await dataSource.query<{ version: string; name: string; characterSet: string; collation: string; sqlMode: string }[]>(
     'SELECT VERSION() AS version, DATABASE() AS name, s.DEFAULT_CHARACTER_SET_NAME AS characterSet, s.DEFAULT_COLLATION_NAME AS collation, @@SESSION.sql_mode AS sqlMode ' +
       'FROM information_schema.SCHEMATA s WHERE s.SCHEMA_NAME = DATABASE()',
-  )) as { version: string; name: string; characterSet: string; collation: string; sqlMode: string }[];
+  );
   const row = rows[0];
   if (!row) throw new Error('the database of DATABASE_URL does not exist, or this user cannot see it');
   return { version: String(row.version), database: String(row.name), characterSet: String(row.characterSet), collation: String(row.collation), sqlMode: String(row.sqlMode ?? '') };

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/principal.js';
-import type { OrganisationRecord } from '../modules/organisation/entities.js';
+import type { OrganisationRecord } from '../domain/organisation.js';
 import type { RequestOrigin } from './origin.js';
 
 /** What the layers of the request path learn, in order: id and origin at the edge, tenant, principal. */

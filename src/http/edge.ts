@@ -38,7 +38,7 @@ export function inSequence(layers: readonly RequestHandler[]): RequestHandler {
         step(value);
       };
       try {
-        const result = layer(req, res, once as NextFunction) as unknown;
+        const result = layer(req, res, once as NextFunction);
         if (result instanceof Promise) result.catch((failure: unknown) => once(failure ?? new Error('rejected')));
       } catch (failure) {
         once(failure);

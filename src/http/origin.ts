@@ -147,7 +147,7 @@ function authorityHeaders(req: Request): AuthorityHeaders {
     else if (name.length === 16 && name.toLowerCase() === 'x-forwarded-host') field = 'forwardedHost';
     else if (name.length === 17 && name.toLowerCase() === 'x-forwarded-proto') field = 'forwardedProto';
     else continue;
-    found[field] = found[field] === undefined ? (raw[index + 1] as string) : null;
+    found[field] = found[field] === undefined ? (raw[index + 1]) : null;
   }
   return found;
 }

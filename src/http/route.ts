@@ -5,7 +5,7 @@ import { match, type MatchFunction } from 'path-to-regexp';
 import { abilityOf, type Action, type SubjectType } from '../../policies/index.js';
 import type { Principal, TokenKind } from '../auth/principal.js';
 import type { Deployment } from '../config.js';
-import type { OrganisationRecord } from '../modules/organisation/entities.js';
+import type { OrganisationRecord } from '../domain/organisation.js';
 import { isErrorCode, type ErrorCode } from '../error-codes.js';
 import { ApiError, forbidden, invalidRequest, methodNotAllowed, payloadTooLarge, unsupportedMediaType } from '../errors.js';
 import { sendJson, sendSerialisedJson } from './errors.js';

@@ -1,10 +1,13 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Deployment } from '../config.js';
-import type { OrganisationRecord } from '../modules/organisation/entities.js';
-import type { OrganisationService } from '../modules/organisation/service.js';
+import { HOST_NAME, type OrganisationRecord } from '../domain/organisation.js';
 import { unknownTenant } from '../errors.js';
 import { requestOrigin } from './origin.js';
-import { HOST_NAME } from '../modules/organisation/service.js';
+
+/** Where tenancy finds the organisation served at a host: src/app.ts passes the organisation module's service. */
+export interface TenantLookup {
+  findByHost(host: string): Promise<OrganisationRecord | null>;
+}
 
 /**
  * Tenancy. Self-hosted: the organisation is the one served at the host of the request's trusted
@@ -15,7 +18,7 @@ import { HOST_NAME } from '../modules/organisation/service.js';
  *
  * Host look-ups are cached for a few seconds: every tenant request passes here.
  */
-export function tenancy(deployment: Deployment, organisations: OrganisationService, cacheMs = 5_000): RequestHandler {
+export function tenancy(deployment: Deployment, organisations: TenantLookup, cacheMs = 5_000): RequestHandler {
   if (deployment === 'cloud') {
     return (_req: Request, _res: Response, next: NextFunction) => next();
   }

@@ -147,7 +147,7 @@ export class Sweeper {
         continue;
       }
       const { sql, params } = this.bind(kind.where, cutoff);
-      const rows = (await this.dataSource.query(`SELECT COUNT(*) AS n FROM ${kind.table} WHERE ${sql}`, params)) as { n: number | string }[];
+      const rows = await this.dataSource.query<{ n: number | string }[]>(`SELECT COUNT(*) AS n FROM ${kind.table} WHERE ${sql}`, params);
       counts.push({ kind, rows: Number(rows[0]?.n ?? 0) });
     }
     return counts;

@@ -173,7 +173,7 @@ describe('the Helm chart', () => {
     const podLabels = deployment.spec.template.metadata.labels;
     const matches = (selector: Record<string, string>, labels: Record<string, string>) =>
       Object.entries(selector).every(([key, value]) => labels[key] === value);
-    const service = chart.find('Service') as K8sObject & { spec: { selector: Record<string, string>; ports: { targetPort: string }[] } };
+    const service = chart.find<K8sObject & { spec: { selector: Record<string, string>; ports: { targetPort: string }[] } }>('Service');
     expect(matches(service.spec.selector, podLabels)).toBe(true);
     expect(matches(deployment.spec.selector!.matchLabels, podLabels)).toBe(true);
     expect(service.spec.ports.map((port) => port.targetPort)).toEqual(['http']);
@@ -202,7 +202,7 @@ describe('the Helm chart', () => {
     const [api] = deployment.spec.template.spec.containers;
     const env: Record<string, string> = {};
     for (const source of api!.envFrom ?? []) {
-      if (source.configMapRef) Object.assign(env, (chart.find('ConfigMap', source.configMapRef.name) as K8sObject & { data: Record<string, string> }).data);
+      if (source.configMapRef) Object.assign(env, chart.find<K8sObject & { data: Record<string, string> }>('ConfigMap', source.configMapRef.name).data);
       const secret = source.secretRef && chart.objects.find((object) => object.kind === 'Secret' && object.metadata.name === source.secretRef!.name);
       if (secret) {
         for (const [key, value] of Object.entries((secret as K8sObject & { data: Record<string, string> }).data)) env[key] = Buffer.from(value, 'base64').toString('utf8');
@@ -258,7 +258,7 @@ describe('the Helm chart', () => {
       expect(object.metadata.annotations?.['helm.sh/hook']).toBe('pre-install,pre-upgrade');
       expect(object.metadata.annotations?.['helm.sh/hook-delete-policy']).toBe('before-hook-creation,hook-succeeded');
       expect(Number(object.metadata.annotations?.['helm.sh/hook-weight'])).toBeLessThan(Number(annotations['helm.sh/hook-weight']));
-      const release = chart.find(object.kind, deployment.metadata.name) as K8sObject & { data: unknown };
+      const release = chart.find<K8sObject & { data: unknown }>(object.kind, deployment.metadata.name);
       expect((object as K8sObject & { data: unknown }).data).toEqual(release.data);
     }
     // The release's own objects are not hooks.
@@ -284,7 +284,7 @@ describe('the Helm chart', () => {
     for (const kind of ['Deployment', 'Service', 'Ingress', 'ConfigMap', 'Secret', 'Job', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'NetworkPolicy', 'ServiceMonitor']) {
       expect(kinds).toContain(kind);
     }
-    const policy = chart.find('NetworkPolicy') as K8sObject & { spec: { policyTypes: string[]; egress: { ports?: { port: number }[] }[] } };
+    const policy = chart.find<K8sObject & { spec: { policyTypes: string[]; egress: { ports?: { port: number }[] }[] } }>('NetworkPolicy');
     expect(policy.spec.policyTypes).toEqual(['Ingress', 'Egress']);
     expect(policy.spec.egress[0]!.ports?.map((port) => port.port)).toEqual([53, 53]);
     const image = chart.find<Workload>('Deployment').spec.template.spec.containers[0]!.image;
@@ -293,7 +293,7 @@ describe('the Helm chart', () => {
 
   it('scrapes /metrics with a bearer token from a Secret when one is named', async () => {
     const chart = await render([example('production.yaml')], { 'metrics.serviceMonitor.bearerTokenSecret.name': 'platform-metrics' });
-    const monitor = chart.find('ServiceMonitor') as K8sObject & { spec: { endpoints: Record<string, unknown>[] } };
+    const monitor = chart.find<K8sObject & { spec: { endpoints: Record<string, unknown>[] } }>('ServiceMonitor');
     expect(monitor.spec.endpoints).toEqual([
       expect.objectContaining({ port: 'http', path: '/metrics', authorization: { type: 'Bearer', credentials: { name: 'platform-metrics', key: 'METRICS_TOKEN' } } }),
     ]);
@@ -304,7 +304,7 @@ describe('the Helm chart', () => {
   it("scrapes /metrics with METRICS_TOKEN from the chart's own Secret when it is set, and without a token otherwise", async () => {
     const token = 'mtk_0123456789abcdef0123';
     const chart = await render([example('production.yaml')], { 'secrets.METRICS_TOKEN': token });
-    const monitor = chart.find('ServiceMonitor') as K8sObject & { spec: { endpoints: Record<string, unknown>[] } };
+    const monitor = chart.find<K8sObject & { spec: { endpoints: Record<string, unknown>[] } }>('ServiceMonitor');
     // The service's Secret (the migration Job reads a hook copy of it, `-migrate`).
     const secret = chart.all('Secret').find((object) => !object.metadata.name.endsWith('-migrate')) as K8sObject & { data: Record<string, string> };
     expect(Buffer.from(secret.data.METRICS_TOKEN!, 'base64').toString('utf8')).toBe(token);
@@ -313,7 +313,7 @@ describe('the Helm chart', () => {
     ]);
     const Model = await modelOf(monitor);
     expect(() => new Model(monitor).validate()).not.toThrow();
-    const open = rendered.get('examples/production.yaml')!.find('ServiceMonitor') as K8sObject & { spec: { endpoints: Record<string, unknown>[] } };
+    const open = rendered.get('examples/production.yaml')!.find<K8sObject & { spec: { endpoints: Record<string, unknown>[] } }>('ServiceMonitor');
     expect(open.spec.endpoints[0]).not.toHaveProperty('authorization');
   });
 
@@ -403,7 +403,7 @@ describe('the Helm chart', () => {
       expect(await refusal({ 'secrets.SMTP_URL': 'http://mail.example' })).toMatch(/SMTP_URL/);
       // What the service takes, the chart takes: its bounds, and empty for the service's default.
       const rendered = await render([], { 'config.AUTH_ACCESS_TOKEN_TTL_SECONDS': 86_400, 'config.RETENTION_RUN_EVENTS_DAYS': '90', 'config.PLATFORM_DEPLOYMENT': '' });
-      expect((rendered.find('ConfigMap', 'platform') as K8sObject & { data: Record<string, string> }).data).toMatchObject({ AUTH_ACCESS_TOKEN_TTL_SECONDS: '86400', RETENTION_RUN_EVENTS_DAYS: '90' });
+      expect(rendered.find<K8sObject & { data: Record<string, string> }>('ConfigMap', 'platform').data).toMatchObject({ AUTH_ACCESS_TOKEN_TTL_SECONDS: '86400', RETENTION_RUN_EVENTS_DAYS: '90' });
     });
   });
 

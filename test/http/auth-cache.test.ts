@@ -155,7 +155,7 @@ describe('the same instance', () => {
     const token = await idp.mint({ sub: 'cached-leaver', claims: { email: 'leaver@example.test' } });
     expect(await organisationRead(a, host, token)).toBe(200);
     expect(a.platform.cacheSizes().personTokens).toBeGreaterThan(0);
-    const personId = ((await a.dataSource.query('SELECT person_id FROM person_identities WHERE subject = ?', ['cached-leaver'])) as { person_id: string }[])[0]!.person_id;
+    const personId = (await a.dataSource.query<{ person_id: string }[]>('SELECT person_id FROM person_identities WHERE subject = ?', ['cached-leaver']))[0]!.person_id;
     const device = await enrolDevice(asTestPlatform(a), { organisationId: organisation.id, personId });
     expect(await policyRead(a, host, device)).toBe(200);
     expect(await organisationRead(a, host, token)).toBe(200);
@@ -251,7 +251,7 @@ describe('another instance on the same database', () => {
     const cli = await instance({ clock: a.clock });
     const token = await idp.mint({ sub: 'cached-cli-leaver', claims: { email: 'cli-leaver@example.test' } });
     expect(await organisationRead(a, host, token)).toBe(200);
-    const personId = ((await a.dataSource.query('SELECT person_id FROM person_identities WHERE subject = ?', ['cached-cli-leaver'])) as { person_id: string }[])[0]!.person_id;
+    const personId = (await a.dataSource.query<{ person_id: string }[]>('SELECT person_id FROM person_identities WHERE subject = ?', ['cached-cli-leaver']))[0]!.person_id;
     const device = await enrolDevice(asTestPlatform(a), { organisationId: organisation.id, personId });
     // Both cached on A, and A has just read the counter (the first reading of a second).
     a.clock.advance(1_000);

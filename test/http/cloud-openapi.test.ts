@@ -54,7 +54,7 @@ describe('the Cloud OpenAPI document', () => {
     expect(result.errors).toBeUndefined();
     const operations = operationsOf(body);
     for (const id of CLOUD_OPERATIONS) {
-      const operation = operations.find((candidate) => candidate.operationId === id) as (Operation & { 'x-platform-cloud-only'?: boolean }) | undefined;
+      const operation: (Operation & { 'x-platform-cloud-only'?: boolean }) | undefined = operations.find((candidate) => candidate.operationId === id);
       expect(operation?.['x-platform-cloud-only']).toBe(true);
     }
   });

@@ -177,7 +177,7 @@ describe('rotation and replay', () => {
     for (const answer of answers) expect(answer.status).toBe(200);
     expect(new Set(answers.map((answer) => answer.body.refresh_token)).size).toBe(1);
     expect(new Set(answers.map((answer) => answer.body.access_token)).size).toBe(1);
-    const next = await refresh(answers[0]!.body.refresh_token);
+    const next = await refresh(answers[0].body.refresh_token);
     expect(next.status).toBe(200);
     // One new pair was issued, not three: the session holds its first refresh token, that pair's and the next.
     const tokens = platform.dataSource.getRepository(SessionTokenEntity);

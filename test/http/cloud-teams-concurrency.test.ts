@@ -50,7 +50,7 @@ describe('a team keeps an owner under concurrent changes', () => {
         call(platform, 'patch', `/cloud/v1/organisations/${team.id}/members/${team.a.personId}`, { ...as(team.b), body: { role: 'member' } }),
       ]);
       // The second runs with the role the first left its caller: a member may not demote (403).
-      expect(statuses(ab!, ba!)).toEqual([200, 403]);
+      expect(statuses(ab, ba)).toEqual([200, 403]);
       expect(await owners(team.id)).toHaveLength(1);
     }
   });
@@ -88,9 +88,9 @@ describe('a team keeps an owner under concurrent changes', () => {
         call(platform, 'delete', '/cloud/v1/me', { ...as(team.a), body: { confirm: team.emails[0] } }),
         call(platform, 'delete', `/cloud/v1/organisations/${team.id}/members/${team.b.personId}`, as(team.b)),
       ]);
-      expect(statuses(deletion!, leaving!)).toEqual([204, 409]);
-      if (deletion!.status === 204) expect(leaving!.body.error).toBe('last_owner');
-      else expect(deletion!.body).toMatchObject({ error: 'sole_owner', organisations: [team.id] });
+      expect(statuses(deletion, leaving)).toEqual([204, 409]);
+      if (deletion.status === 204) expect(leaving.body.error).toBe('last_owner');
+      else expect(deletion.body).toMatchObject({ error: 'sole_owner', organisations: [team.id] });
       expect(await owners(team.id)).toHaveLength(1);
     }
   });
@@ -102,7 +102,7 @@ describe('a team keeps an owner under concurrent changes', () => {
         call(platform, 'delete', '/cloud/v1/me', { ...as(team.a), body: { confirm: team.emails[0] } }),
         call(platform, 'patch', `/cloud/v1/organisations/${team.id}/members/${team.b.personId}`, { ...as(team.b), body: { role: 'admin' } }),
       ]);
-      expect([deletion!.status, demotion!.status].filter((status) => status === 409)).toHaveLength(1);
+      expect([deletion.status, demotion.status].filter((status) => status === 409)).toHaveLength(1);
       expect(await owners(team.id)).toHaveLength(1);
     }
   });
@@ -134,9 +134,9 @@ describe('an invitation is used once under concurrent requests', () => {
         call(platform, 'post', `/cloud/v1/invitations/${token}/accept`, as(joiner)),
         call(platform, 'delete', `/cloud/v1/organisations/${team.id}/invitations/${invitation.id}`, as(team.b)),
       ]);
-      expect([accepted!.status, withdrawn!.status].sort()).toEqual(accepted!.status === 200 ? [200, 404] : [204, 404]);
+      expect([accepted.status, withdrawn.status].sort()).toEqual(accepted.status === 200 ? [200, 404] : [204, 404]);
       const joined = await platform.dataSource.getRepository(MembershipEntity).countBy({ organisationId: team.id, personId: joiner.personId, removedAt: IsNull() });
-      expect(joined).toBe(accepted!.status === 200 ? 1 : 0);
+      expect(joined).toBe(accepted.status === 200 ? 1 : 0);
     }
   });
 

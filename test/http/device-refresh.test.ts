@@ -318,7 +318,7 @@ describe('storage and logs', () => {
     const first = await refresh(tokens.refresh_token);
     const twin = await refresh(tokens.refresh_token);
     expect(twin.status).toBe(200);
-    const rows = (await platform.dataSource.query('SELECT * FROM device_tokens WHERE device_id = ?', [device.id])) as Record<string, unknown>[];
+    const rows = await platform.dataSource.query<Record<string, unknown>[]>('SELECT * FROM device_tokens WHERE device_id = ?', [device.id]);
     expect(rows).toHaveLength(4);
     const text = JSON.stringify(rows);
     for (const token of [tokens.access_token, tokens.refresh_token, first.body.access_token, first.body.refresh_token]) {
@@ -420,19 +420,19 @@ describe('what the store keeps', () => {
     const first = await refresh(tokens.refresh_token);
     expect(first.status).toBe(200);
     const sealed = () =>
-      platform.dataSource.query('SELECT COUNT(*) AS n FROM device_tokens WHERE device_id = ? AND grace_sealed IS NOT NULL', [device.id]) as Promise<{ n: number | string }[]>;
+      platform.dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM device_tokens WHERE device_id = ? AND grace_sealed IS NOT NULL', [device.id]);
     expect(Number((await sealed())[0]!.n)).toBe(1);
     clock.advance((GRACE_SECONDS + 1) * 1000);
     expect((await refresh(first.body.refresh_token)).status).toBe(200);
     // The first copy's grace is over (erased); the second's has just begun.
     expect(Number((await sealed())[0]!.n)).toBe(1);
-    const rows = (await platform.dataSource.query('SELECT grace_until FROM device_tokens WHERE device_id = ? AND grace_sealed IS NOT NULL', [device.id])) as unknown[];
+    const rows = await platform.dataSource.query<unknown[]>('SELECT grace_until FROM device_tokens WHERE device_id = ? AND grace_sealed IS NOT NULL', [device.id]);
     expect(rows).toHaveLength(1);
   });
 
   it('marks a refresh token used once, whoever read it first', async () => {
     const { tokens } = await enrol();
-    const [row] = (await platform.dataSource.query('SELECT id FROM device_tokens WHERE token_hash = ?', [createHash('sha256').update(tokens.refresh_token).digest('hex')])) as { id: string }[];
+    const [row] = await platform.dataSource.query<{ id: string }[]>('SELECT id FROM device_tokens WHERE token_hash = ?', [createHash('sha256').update(tokens.refresh_token).digest('hex')]);
     const { DeviceStore } = await import('../../src/modules/devices/store.js');
     const store = new DeviceStore(platform.dataSource);
     expect(await store.markRefreshUsed(row!.id, clock.now(), null, null)).toBe(true);

@@ -98,7 +98,7 @@ const wrongType = fc.oneof(
 function resolve(schema: Schema | undefined, doc: Schema): Schema {
   let current = schema ?? {};
   for (let hops = 0; typeof current.$ref === 'string' && hops < 10; hops++) {
-    const path = (current.$ref as string).replace(/^#\//, '').split('/');
+    const path = (current.$ref).replace(/^#\//, '').split('/');
     current = path.reduce<Schema>((node, part) => (node[part] as Schema) ?? {}, doc);
   }
   if (Array.isArray(current.allOf)) current = Object.assign({}, ...(current.allOf as Schema[]).map((part) => resolve(part, doc)), { ...current, allOf: undefined });
@@ -121,7 +121,7 @@ function near(schema: Schema | undefined, doc: Schema, depth = 0): fc.Arbitrary<
       if (!entries.length) {
         const values = s.additionalProperties && typeof s.additionalProperties === 'object' ? near(s.additionalProperties as Schema, doc, depth + 1) : fc.jsonValue({ maxDepth: 2 });
         const names = resolve(s.propertyNames as Schema | undefined, doc);
-        const keys = typeof names.pattern === 'string' ? fc.stringMatching(new RegExp(names.pattern as string), { size: 'xsmall' }) : fc.string({ minLength: 1, maxLength: 8 });
+        const keys = typeof names.pattern === 'string' ? fc.stringMatching(new RegExp(names.pattern), { size: 'xsmall' }) : fc.string({ minLength: 1, maxLength: 8 });
         // A free-form object (settings, event data, manifests): sometimes nested past what
         // recursive code survives (the marker becomes that nesting in the JSON text).
         return fc.oneof({ weight: 5, arbitrary: fc.dictionary(keys, values, { maxKeys: 3 }) }, { weight: 1, arbitrary: fc.constant<unknown>(DEEP) });
@@ -149,7 +149,7 @@ function near(schema: Schema | undefined, doc: Schema, depth = 0): fc.Arbitrary<
       if (s.format === 'email') return fc.emailAddress();
       if (typeof s.pattern === 'string') {
         try {
-          return fc.stringMatching(new RegExp(s.pattern as string), { size: 'xsmall' }).filter((value) => value.length <= ((s.maxLength as number | undefined) ?? 200));
+          return fc.stringMatching(new RegExp(s.pattern), { size: 'xsmall' }).filter((value) => value.length <= ((s.maxLength as number | undefined) ?? 200));
         } catch {
           // A pattern fast-check cannot generate from: plain strings below.
         }
@@ -257,7 +257,7 @@ function requestArbitrary(operation: Operation, doc: Schema, host: string, crede
     ...(schemes.has('cloudSession') && credentials.session ? [credentials.session] : []),
     ...(schemes.has('runCredential') ? [credentials.run] : []),
   ];
-  const validAuth = accepted.length ? fc.constantFrom(...accepted) : fc.constant({} as Record<string, string>);
+  const validAuth = accepted.length ? fc.constantFrom(...accepted) : fc.constant({});
 
   const fillPath = (values: readonly string[]) => {
     let filled = operation.path;
@@ -305,7 +305,7 @@ function requestArbitrary(operation: Operation, doc: Schema, host: string, crede
       });
 
   const badAuth = fc.oneof(
-    fc.constant({} as Record<string, string>),
+    fc.constant({}),
     fc.constant(credentials.device),
     fc.constant(credentials.person ?? {}),
     fc.constant(credentials.session ?? {}),

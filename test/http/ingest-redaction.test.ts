@@ -120,7 +120,7 @@ describe('what the review found stored as sent', () => {
         audit: [{ id: 'a1', at: at(1), actor: 'agent', action, target: 'notes/private-plan', label: 'recalled notes', details: { content: 'the private plan' } }],
       });
       expect((await upload(device, body)).status).toBe(200);
-      const [row] = (await platform.dataSource.query('SELECT action, label, target, details FROM ingest_audit WHERE device_id = ?', [device.device.id])) as Record<string, unknown>[];
+      const [row] = await platform.dataSource.query<Record<string, unknown>[]>('SELECT action, label, target, details FROM ingest_audit WHERE device_id = ?', [device.device.id]);
       expect(row).toEqual({ action, label: 'recalled notes', target: null, details: null });
       expect(await keptOf(device, body.workspaceId)).not.toContain('private');
     },
@@ -145,7 +145,7 @@ describe('generated envelopes', () => {
         const kept = await keptOf(device, body.workspaceId);
         const leak = leakIn(kept, secrets) ?? leakIn(JSON.stringify(platform.logs), secrets);
         if (leak !== undefined) throw new Error(`"${leak}" survived (${[...events, auditData].flatMap((event) => event.shapes).join(', ')})`);
-        const stored = (await platform.dataSource.query('SELECT event_id, data FROM ingest_events WHERE workspace_id = ? ORDER BY seq', [body.workspaceId])) as { data: string }[];
+        const stored = await platform.dataSource.query<{ data: string }[]>('SELECT event_id, data FROM ingest_events WHERE workspace_id = ? ORDER BY seq', [body.workspaceId]);
         stored.forEach((row, index) => {
           const data = JSON.parse(row.data) as Record<string, unknown>;
           for (const [key, value] of Object.entries(events[index]!.noise)) expect(data[key]).toEqual(value);
@@ -203,7 +203,7 @@ describe('the redaction budget (INGEST_REDACTION_BUDGET_MS)', () => {
       expect(res.status).toBe(413);
       expect(res.body.error).toBe('payload_too_large');
       expect(res.body.message).toContain('budget of 1 ms');
-      const [count] = (await tight.dataSource.query('SELECT COUNT(*) AS n FROM ingest_events WHERE device_id = ?', [device.device.id])) as { n: number | string }[];
+      const [count] = await tight.dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM ingest_events WHERE device_id = ?', [device.device.id]);
       expect(Number(count!.n)).toBe(0);
     } finally {
       await tight.close();

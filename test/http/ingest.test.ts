@@ -63,7 +63,7 @@ async function upload(device: EnrolledDevice, body: unknown) {
 }
 
 async function countRows(table: string, deviceId: string): Promise<number> {
-  const rows = (await platform.dataSource.query(`SELECT COUNT(*) AS n FROM ${table} WHERE device_id = ?`, [deviceId])) as { n: number | string }[];
+  const rows = await platform.dataSource.query<{ n: number | string }[]>(`SELECT COUNT(*) AS n FROM ${table} WHERE device_id = ?`, [deviceId]);
   return Number(rows[0]!.n);
 }
 
@@ -142,7 +142,7 @@ describe('POST /ingest/v1', () => {
     expect((await upload(device, envelope({ tasks: [task('in_progress', '2026-11-01T01:00:00.000Z')] }))).body.accepted.tasks).toBe(1);
     expect((await upload(device, envelope({ tasks: [task('completed', '2026-11-01T02:00:00.000Z')] }))).body.accepted.tasks).toBe(1);
     expect((await upload(device, envelope({ tasks: [task('pending', '2026-11-01T00:30:00.000Z')] }))).body.accepted.tasks).toBe(0);
-    const rows = (await platform.dataSource.query('SELECT status FROM ingest_tasks WHERE device_id = ?', [device.device.id])) as { status: string }[];
+    const rows = await platform.dataSource.query<{ status: string }[]>('SELECT status FROM ingest_tasks WHERE device_id = ?', [device.device.id]);
     expect(rows).toEqual([{ status: 'completed' }]);
   });
 
@@ -230,12 +230,12 @@ describe('POST /ingest/v1', () => {
     expect(stored).not.toContain(secret);
     expect(stored).not.toContain('ghp_a1B2');
     expect(stored).toContain('[REDACTED:');
-    const audit = (await platform.dataSource.query('SELECT item_id, target, label, details FROM ingest_audit WHERE device_id = ? ORDER BY item_id', [device.device.id])) as {
+    const audit = await platform.dataSource.query<{
       item_id: string;
       target: string | null;
       label: string | null;
       details: string | null;
-    }[];
+    }[]>('SELECT item_id, target, label, details FROM ingest_audit WHERE device_id = ? ORDER BY item_id', [device.device.id]);
     const memory = audit.find((row) => row.item_id === 'm1')!;
     expect(memory).toMatchObject({ label: 'project notes', target: null, details: null });
     const write = audit.find((row) => row.item_id === 'w1')!;
@@ -421,7 +421,7 @@ describe('identities, times and fields stored as sent (both databases)', () => {
     ]);
     expect(stored).not.toContain(token);
     expect(stored).toContain('[REDACTED:github_token]');
-    const [row] = (await platform.dataSource.query('SELECT label FROM ingest_audit WHERE device_id = ?', [device.device.id])) as { label: string }[];
+    const [row] = await platform.dataSource.query<{ label: string }[]>('SELECT label FROM ingest_audit WHERE device_id = ?', [device.device.id]);
     // The marker is longer than the password it replaced: the label is cut back to its column.
     expect(row!.label).toMatch(/^x{470} password=\[REDACTED:/);
     expect(row!.label).toHaveLength(500);
@@ -451,7 +451,7 @@ describe('large event data', () => {
       const body = { ...envelope({ projectId: project, events: [event(1, { text })] }) };
       const res = await call(large, 'post', '/ingest/v1', { host: largeHost, headers: await deviceHeaders(device, 'GET', ''), body });
       expect(res.status).toBe(200);
-      const [row] = (await large.dataSource.query('SELECT data FROM ingest_events WHERE device_id = ?', [device.device.id])) as { data: string }[];
+      const [row] = await large.dataSource.query<{ data: string }[]>('SELECT data FROM ingest_events WHERE device_id = ?', [device.device.id]);
       expect(JSON.parse(row!.data).text).toBe(text);
     });
   });
@@ -468,13 +468,13 @@ describe('large envelopes (several statements per list)', () => {
       expect(first.status).toBe(200);
       expect(first.body.accepted.events).toBe(2_512);
       expect(first.body.cursors.events).toBe(2_512);
-      const rows = (await large.dataSource.query('SELECT seq, data FROM ingest_events WHERE device_id = ? ORDER BY seq', [device.device.id])) as { seq: number | string; data: string }[];
+      const rows = await large.dataSource.query<{ seq: number | string; data: string }[]>('SELECT seq, data FROM ingest_events WHERE device_id = ? ORDER BY seq', [device.device.id]);
       expect(rows.map((row) => Number(row.seq))).toEqual(events.map((item) => item.seq));
       expect(rows.map((row) => JSON.parse(row.data) as unknown)).toEqual(events.map((item) => item.data));
       const retry = await send();
       expect(retry.status).toBe(200);
       expect(retry.body.accepted.events).toBe(0);
-      expect(Number(((await large.dataSource.query('SELECT COUNT(*) AS n FROM ingest_events WHERE device_id = ?', [device.device.id])) as { n: number | string }[])[0]!.n)).toBe(2_512);
+      expect(Number((await large.dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM ingest_events WHERE device_id = ?', [device.device.id]))[0]!.n)).toBe(2_512);
     });
   });
 });
@@ -486,11 +486,11 @@ describe("memory reads by the rule of the organisation's policy", () => {
     const audit = actions.map((action, i) => ({ id: `mr-${i}`, at: '2026-11-02T00:00:00.000Z', actor: 'agent', action, target: 'key', label: action, details: { content: 'remembered text' } }));
     const res = await upload(device, envelope({ projectId: project, audit }));
     expect(res.status).toBe(200);
-    const rows = (await platform.dataSource.query('SELECT action, target, details FROM ingest_audit WHERE device_id = ?', [device.device.id])) as {
+    const rows = await platform.dataSource.query<{
       action: string;
       target: string | null;
       details: string | null;
-    }[];
+    }[]>('SELECT action, target, details FROM ingest_audit WHERE device_id = ?', [device.device.id]);
     expect(rows).toHaveLength(actions.length);
     for (const row of rows) expect(row.target === null).toBe(row.details === null);
     return rows.filter((row) => row.details === null).map((row) => row.action).sort();

@@ -242,7 +242,7 @@ describe('refusals', () => {
 
   it.each(typed)('refuses a token with %s: 401 invalid_token (never 500), and nobody is created', async (_case, claims, reason) => {
     const peopleBefore = await people().count();
-    const token = await idp.forge.withProviderKey(claims as Parameters<typeof idp.forge.withProviderKey>[0]);
+    const token = await idp.forge.withProviderKey(claims);
     const res = await getOrganisation(token);
     expectInvalidToken(res, reason);
     expect(await people().count()).toBe(peopleBefore);

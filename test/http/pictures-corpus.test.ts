@@ -54,7 +54,7 @@ async function expectStoredNormalised(prefix: string, file: string, text: string
   const res = await save(slug, text);
   expect({ file, status: res.status }).toEqual({ file, status: 201 });
   expect(res.body.svg).toBe(expected);
-  const rows = (await platform.dataSource.query('SELECT svg FROM pictures WHERE project_id = ? AND slug = ?', [projectId, slug])) as { svg: string }[];
+  const rows = await platform.dataSource.query<{ svg: string }[]>('SELECT svg FROM pictures WHERE project_id = ? AND slug = ?', [projectId, slug]);
   expect(rows[0]!.svg === expected).toBe(true);
   const path = `/projects/v1/${projectId}/pictures/${slug}`;
   const again = await call(platform, 'put', path, {
@@ -77,7 +77,7 @@ describe('the SVG corpora through the API', () => {
       expect({ file, status: res.status, error: res.body.error }).toEqual({ file, status: 400, error: expect.stringMatching(/^(unsafe_svg|invalid_svg)$/) });
       expect(typeof res.body.where).toBe('string');
     }
-    const rows = (await platform.dataSource.query('SELECT COUNT(*) AS n FROM pictures')) as { n: number | string }[];
+    const rows = await platform.dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM pictures');
     expect(Number(rows[0]!.n)).toBe(inert.size);
   });
 

@@ -78,7 +78,7 @@ async function create(slug: string, body: Record<string, unknown> = { spec: spec
 }
 
 async function row(slug: string, project = projectId) {
-  const rows = (await platform.dataSource.query('SELECT * FROM pictures WHERE project_id = ? AND slug = ?', [project, slug])) as Record<string, unknown>[];
+  const rows = await platform.dataSource.query<Record<string, unknown>[]>('SELECT * FROM pictures WHERE project_id = ? AND slug = ?', [project, slug]);
   return rows[0];
 }
 
@@ -545,7 +545,7 @@ describe('pictures per project', () => {
     expect(results.map((res) => res.status).sort()).toEqual([201, 201, 409, 409, 409, 409]);
     const refused = results.find((res) => res.status === 409)!;
     expect(refused.body).toMatchObject({ error: 'picture_limit_reached', max: PICTURE_LIMITS.perProject });
-    const counted = (await platform.dataSource.query('SELECT COUNT(*) AS n FROM pictures WHERE project_id = ?', [full])) as { n: number | string }[];
+    const counted = await platform.dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM pictures WHERE project_id = ?', [full]);
     expect(Number(counted[0]!.n)).toBe(PICTURE_LIMITS.perProject);
 
     // A full project still takes new versions of its pictures, and takes new ones once one goes.

@@ -279,10 +279,10 @@ describe('on Cloud', () => {
       expect(refused.body.error).toBe('project_not_empty');
       expect(refused.body.message).toContain('1 cloud agent run(s)');
       expect((await remove(lead, project.id, '?force=true')).status).toBe(204);
-      const left = (await platform.dataSource.query(
+      const left = await platform.dataSource.query<{ n: number | string }[]>(
         'SELECT (SELECT COUNT(*) FROM cloud_agent_runs WHERE project_id = ?) + (SELECT COUNT(*) FROM cloud_agent_run_events WHERE run_id = ?) AS n',
         [project.id, registered.body.runId],
-      )) as { n: number | string }[];
+      );
       expect(Number(left[0]!.n)).toBe(0);
       // The run's credential stopped with it.
       const mcp = `${runs}/${registered.body.runId}/mcp`;
@@ -314,7 +314,7 @@ describe('on Cloud', () => {
 
       for (const table of ['projects', 'project_members', 'pictures', 'policy_revisions', 'ingest_events', 'ingest_usage', 'ingest_audit', 'ingest_tasks']) {
         const column = table === 'projects' ? 'id' : 'project_id';
-        const rows = (await platform.dataSource.query(`SELECT COUNT(*) AS n FROM ${table} WHERE ${column} = ?`, [project.id])) as { n: number | string }[];
+        const rows = await platform.dataSource.query<{ n: number | string }[]>(`SELECT COUNT(*) AS n FROM ${table} WHERE ${column} = ?`, [project.id]);
         expect(`${table}: ${Number(rows[0]!.n)}`).toBe(`${table}: 0`);
       }
       expect(platform.logs.some((line) => (line.audit as { action?: string; target?: { projectId?: string } } | undefined)?.action === 'project.deleted')).toBe(true);
@@ -338,10 +338,10 @@ describe('on Cloud', () => {
       expect(uploaded.status).toBe(200);
       expect((await remove(lead, project.id)).body.error).toBe('project_not_empty');
       expect((await remove(lead, project.id, '?force=true')).status).toBe(204);
-      const rows = (await platform.dataSource.query(
+      const rows = await platform.dataSource.query<{ n: number | string }[]>(
         'SELECT (SELECT COUNT(*) FROM ingest_events WHERE project_id = ?) + (SELECT COUNT(*) FROM ingest_usage WHERE project_id = ?) + (SELECT COUNT(*) FROM ingest_audit WHERE project_id = ?) + (SELECT COUNT(*) FROM ingest_tasks WHERE project_id = ?) AS n',
         [project.id, project.id, project.id, project.id],
-      )) as { n: number | string }[];
+      );
       expect(Number(rows[0]!.n)).toBe(0);
       // An upload for the deleted project is refused; nothing is stored for it.
       const late = await call(platform, 'post', '/ingest/v1', { headers: await deviceHeaders(device, 'POST', '/ingest/v1'), body: { ...body, events: [{ ...body.events[0], seq: 2 }] } });
@@ -357,9 +357,9 @@ describe('on Cloud', () => {
           body: { schemaVersion: 1, projectId: project.id, workspaceId: `ws-${seq}`, sentAt: platform.clock.now().toISOString(), cursors: { events: -1 }, events: [{ seq, id: `e${seq}`, at: '2026-01-01T00:00:00.000Z', kind: 'note', data: {} }] },
         });
       const answers = await Promise.all([upload(1), upload(2), remove(lead, project.id, '?force=true'), upload(3), upload(4)]);
-      expect(answers[2]!.status).toBe(204);
-      for (const answer of [answers[0], answers[1], answers[3], answers[4]]) expect([200, 404]).toContain(answer!.status);
-      const rows = (await platform.dataSource.query('SELECT COUNT(*) AS n FROM ingest_events WHERE project_id = ?', [project.id])) as { n: number | string }[];
+      expect(answers[2].status).toBe(204);
+      for (const answer of [answers[0], answers[1], answers[3], answers[4]]) expect([200, 404]).toContain(answer.status);
+      const rows = await platform.dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM ingest_events WHERE project_id = ?', [project.id]);
       expect(Number(rows[0]!.n)).toBe(0);
     });
   });

@@ -97,7 +97,7 @@ describe('the flow cookie of GET /auth/v1/start', () => {
     // The flow keeps only the cookie's hash.
     browser.store(res.headers['set-cookie']);
     const secret = browser.get('__Host-platform_flow')!;
-    const rows = (await platform.dataSource.query('SELECT browser_hash FROM sign_in_flows')) as { browser_hash: string }[];
+    const rows = await platform.dataSource.query<{ browser_hash: string }[]>('SELECT browser_hash FROM sign_in_flows');
     expect(JSON.stringify(rows)).not.toContain(secret);
     // A browser that holds one keeps it (two tabs, two sign-ins, both finish).
     const again = await call(platform, 'get', `/auth/v1/start?${new URLSearchParams({ provider: 'github', client: 'console', redirect_uri: CONSOLE_REDIRECT, code_challenge: challenge })}`, { headers: browser.headers() });
@@ -144,10 +144,10 @@ describe.each(PROVIDERS)('%s: a flow handed to someone else', (provider) => {
 
   it('a sign-in flow finished in someone else\'s browser creates nobody and signs nobody in', async () => {
     const victimLogin = accountAt(provider, newAddress('lured'));
-    const before = Number(((await platform.dataSource.query('SELECT COUNT(*) AS n FROM people')) as { n: number | string }[])[0]!.n);
+    const before = Number((await platform.dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM people'))[0]!.n);
     const started = await start(new CookieJar(), provider);
     expectDenied(await finishIn(new CookieJar(), provider, started, victimLogin));
-    expect(Number(((await platform.dataSource.query('SELECT COUNT(*) AS n FROM people')) as { n: number | string }[])[0]!.n)).toBe(before);
+    expect(Number((await platform.dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM people'))[0]!.n)).toBe(before);
   });
 
   it('the legitimate link still works: the owner\'s browser, then the owner\'s session at the token endpoint', async () => {

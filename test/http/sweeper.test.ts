@@ -43,12 +43,12 @@ let counter = 0;
 const unique = () => `${Date.now().toString(36)}${(counter += 1)}`;
 
 async function keysOf(table: string, key: string, where = '1 = 1'): Promise<string[]> {
-  const rows = (await platform.dataSource.query(`SELECT ${key} AS k FROM ${table} WHERE ${where}`)) as { k: unknown }[];
+  const rows = await platform.dataSource.query<{ k: unknown }[]>(`SELECT ${key} AS k FROM ${table} WHERE ${where}`);
   return rows.map((row) => String(row.k)).sort();
 }
 
 async function timesOf(table: string, key: string, column: string, where = '1 = 1'): Promise<Map<string, number>> {
-  const rows = (await platform.dataSource.query(`SELECT ${key} AS k, ${column} AS t FROM ${table} WHERE ${where}`)) as { k: unknown; t: unknown }[];
+  const rows = await platform.dataSource.query<{ k: unknown; t: unknown }[]>(`SELECT ${key} AS k, ${column} AS t FROM ${table} WHERE ${where}`);
   return new Map(rows.filter((row) => row.t !== null).map((row) => [String(row.k), storedDate(row.t).getTime()]));
 }
 

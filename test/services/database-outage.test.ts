@@ -82,7 +82,7 @@ async function storedSeqs(): Promise<number[]> {
   const dataSource = createDataSource(loadConfig(env).database);
   await dataSource.initialize();
   try {
-    const rows = (await dataSource.query('SELECT seq FROM ingest_events WHERE device_id = ? ORDER BY seq', [device.device.id])) as { seq: number | string }[];
+    const rows = await dataSource.query<{ seq: number | string }[]>('SELECT seq FROM ingest_events WHERE device_id = ? ORDER BY seq', [device.device.id]);
     return rows.map((row) => Number(row.seq));
   } finally {
     await dataSource.destroy();

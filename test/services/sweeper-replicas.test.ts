@@ -44,7 +44,7 @@ async function insertTokens(count: number, expiresAt: Date): Promise<void> {
 }
 
 async function countTokens(where: string): Promise<number> {
-  const [row] = (await platform.dataSource.query(`SELECT COUNT(*) AS n FROM device_tokens WHERE device_id = ? AND ${where}`, [deviceId])) as { n: number | string }[];
+  const [row] = await platform.dataSource.query<{ n: number | string }[]>(`SELECT COUNT(*) AS n FROM device_tokens WHERE device_id = ? AND ${where}`, [deviceId]);
   return Number(row!.n);
 }
 
@@ -103,7 +103,7 @@ describe('two replicas sweeping one database', () => {
   });
 
   it('sweeps again once the connection that held the lock is gone (a replica killed mid-sweep)', async () => {
-    const { name } = ((await platform.dataSource.query('SELECT DATABASE() AS name')) as { name: string }[])[0]!;
+    const { name } = (await platform.dataSource.query<{ name: string }[]>('SELECT DATABASE() AS name'))[0]!;
     const holder = await mysql.createConnection({ uri: platform.database.url.replace(/^mariadb:/, 'mysql:') });
     const [[got]] = (await holder.query('SELECT GET_LOCK(?, 0) AS got', [`platform_sweeper.${name}`])) as unknown as [{ got: number }[]];
     expect(got!.got).toBe(1);

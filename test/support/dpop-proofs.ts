@@ -186,7 +186,7 @@ export function proofSigner(clock: { now(): Date }): RequestProof {
 
 /** The claims of a proof (to read the `iat` the `dpop` package put in). */
 export function proofClaims(proof: string): Record<string, unknown> {
-  return decodeJwt(proof) as Record<string, unknown>;
+  return decodeJwt(proof);
 }
 
 /** Binds a device's tokens to another key, as if it had enrolled with it. */

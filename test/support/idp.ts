@@ -135,7 +135,7 @@ export class TestIdentityProvider {
   readonly forge: TokenForge;
 
   private provider!: Provider;
-  private handler!: (req: IncomingMessage, res: ServerResponse) => void;
+  private handler!: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
   private server!: Server;
   private origin!: string;
   /** Newest first: the provider signs with the first key and publishes them all. */
@@ -172,7 +172,8 @@ export class TestIdentityProvider {
     this.server = createServer((req, res) => {
       const path = new URL(req.url ?? '/', this.origin).pathname;
       this.requests.set(path, (this.requests.get(path) ?? 0) + 1);
-      this.handler(req, res);
+      // Koa's callback answers its own errors (ctx.onerror): its promise never rejects.
+      void this.handler(req, res);
     });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
     // The issuer names the port, which is only known once listening; nothing is asked before.
@@ -337,7 +338,7 @@ export class TestIdentityProvider {
   /** A provider instance with the current keys; replacing it is how keys rotate in place. */
   private build(): void {
     const configuration: Configuration = {
-      jwks: { keys: this.keys.map((key) => key.privateJwk) } as Configuration['jwks'],
+      jwks: { keys: this.keys.map((key) => key.privateJwk) },
       cookies: { keys: this.cookieKeys },
       clients: [
         this.interactive
@@ -370,7 +371,7 @@ export class TestIdentityProvider {
         },
       },
       extraTokenClaims: (_ctx, token) =>
-        this.pendingClaims.get(token as AccessToken) ?? ((token as AccessToken).gty === 'authorization_code' ? this.accounts.get((token as AccessToken).accountId) : undefined),
+        this.pendingClaims.get(token) ?? ((token as AccessToken).gty === 'authorization_code' ? this.accounts.get((token as AccessToken).accountId) : undefined),
       // Accounts are whatever login name the development pages are given.
       findAccount: (_ctx, accountId) => ({ accountId, claims: () => ({ ...(this.accounts.get(accountId) ?? {}), sub: accountId }) }),
       claims: { openid: ['sub'], email: ['email', 'email_verified', 'xms_edov'], profile: ['name'] },

@@ -85,7 +85,7 @@ export class MariaDbServer extends ServerProcess {
         this.process = undefined;
         reject(new Error(`mariadbd on port ${this.port} exited with ${code}: ${output}`));
       });
-      child.stderr!.on('data', (chunk: Buffer) => {
+      child.stderr.on('data', (chunk: Buffer) => {
         output = (output + chunk.toString('utf8')).slice(-10_000);
         if (output.includes('ready for connections')) {
           clearTimeout(timer);
@@ -93,7 +93,7 @@ export class MariaDbServer extends ServerProcess {
           resolve();
         }
       });
-      child.stdout!.resume();
+      child.stdout.resume();
     });
   }
 

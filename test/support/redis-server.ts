@@ -58,7 +58,7 @@ export class RedisServer extends ServerProcess {
         this.process = undefined;
         reject(new Error(`redis-server on port ${this.port} exited with ${code}: ${output}`));
       });
-      child.stdout!.on('data', (chunk: Buffer) => {
+      child.stdout.on('data', (chunk: Buffer) => {
         output += chunk.toString('utf8');
         if (output.includes('Ready to accept connections')) {
           clearTimeout(timer);

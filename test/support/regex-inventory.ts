@@ -92,7 +92,7 @@ function installRecorder(): void {
       return made;
     },
     apply(target, thisArg, args: [string | RegExp, string?]) {
-      const made = Reflect.apply(target, thisArg, args) as RegExp;
+      const made: RegExp = Reflect.apply(target, thisArg, args);
       record(made);
       return made;
     },

@@ -6,7 +6,7 @@ import type { OutgoingMail } from '../../src/mail/mailer.js';
 import type { LinkIntent, PendingMethod, SignedInPerson } from '../../src/modules/signin/accounts.js';
 import { EmailCodes } from '../../src/modules/signin/email-codes.js';
 import { FakeEmailCodeStore } from '../../src/modules/signin/fake-email-code-store.js';
-import type { ProviderIdentity } from '../../src/modules/signin/identity-provider.js';
+import type { ProviderIdentity } from '../../src/identity/identity-provider.js';
 import type { ClientRequest } from '../../src/modules/signin/shared.js';
 import { ManualClock } from '../../src/util/clock.js';
 

@@ -6,22 +6,20 @@ import { timestamp } from '../../util/clock.js';
 import { organisationSummary } from '../organisation/schemas.js';
 import type { OrganisationService } from '../organisation/service.js';
 import type { CloudSessions } from '../signin/sessions.js';
-import { SignInStore } from '../signin/store.js';
+import type { AccountSignInRows } from './ports.js';
 
 /**
  * The signed-in person's own account (spec 4.4): profile, sign-in methods, deletion.
  */
 export class AccountService {
-  private readonly store: SignInStore;
-
   constructor(
     private readonly dataSource: DataSource,
     private readonly organisations: OrganisationService,
     private readonly sessions: CloudSessions,
     private readonly logger: Logger,
-  ) {
-    this.store = new SignInStore(dataSource);
-  }
+    /** The sign-in module's methods and sessions (src/app.ts passes its store). */
+    private readonly store: AccountSignInRows,
+  ) {}
 
   private async person(personId: string) {
     const person = await this.organisations.findPerson(personId);

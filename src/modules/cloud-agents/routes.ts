@@ -11,7 +11,7 @@ import {
   runEventsSchema,
   runIdParams,
 } from './schemas.js';
-import type { CloudAgentService, RunEvent, RunRegistration } from './service.js';
+import type { CloudAgentService } from './service.js';
 
 /**
  * Refused before the schema, with a code of its own: task text in an event (spec 6). Fields are
@@ -65,7 +65,7 @@ export function cloudAgentRoutes(runs: CloudAgentService): RouteDefinition[] {
       errors: { 403: ['workbench_required', 'started_by_mismatch', 'cloud_agents_disabled'], 404: ['not_found'], 409: ['max_concurrent_runs'] },
       handler: async ({ body, principal, req }) => {
         // The trusted origin of the request (PLATFORM_BASE_URL, or the validated host that chose the organisation).
-        const answer = await runs.register(principal, body as RunRegistration, (runId) => absoluteUrl(req, `/cloud-agents/v1/runs/${runId}/mcp`));
+        const answer = await runs.register(principal, body, (runId) => absoluteUrl(req, `/cloud-agents/v1/runs/${runId}/mcp`));
         return { status: 201, body: answer, headers: { 'Cache-Control': 'no-store' } };
       },
     }),
@@ -89,7 +89,7 @@ export function cloudAgentRoutes(runs: CloudAgentService): RouteDefinition[] {
       },
       errors: { 400: ['task_text_not_allowed'], 404: ['not_found'], 409: ['run_ended', 'run_event_limit'] },
       handler: async ({ params, body, principal }) => {
-        const accepted = await runs.recordEvents(principal, params.runId, body.events as RunEvent[]);
+        const accepted = await runs.recordEvents(principal, params.runId, body.events);
         return { status: 200, body: { accepted }, headers: { 'Cache-Control': 'no-store' } };
       },
     }),

@@ -13,8 +13,7 @@ import { instant, storableInstant } from '../../util/time.js';
 import type { CloudAgentRunRecord } from './entities.js';
 import { MAX_EVENTS_PER_RUN, type RUN_EVENT_KINDS } from './schemas.js';
 import { CloudAgentStore } from './store.js';
-
-export const RUN_CREDENTIAL_PREFIX = 'platform_cr_';
+import { RUN_CREDENTIAL_PREFIX } from '../../auth/token-formats.js';
 
 export interface RunRegistration {
   provider: string;

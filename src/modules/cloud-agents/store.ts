@@ -5,8 +5,7 @@ import {
   type CloudAgentRunRecord,
 } from './entities.js';
 
-import { storedDate } from '../../db/dates.js';
-import { sqlTime, type Dialect } from '../ingest/store.js';
+import { sqlTime, storedDate, type Dialect } from '../../db/dates.js';
 
 export interface CredentialHolder {
   run: Pick<CloudAgentRunRecord, 'id' | 'organisationId' | 'deviceId' | 'personId' | 'expiresAt' | 'endedAt'>;
@@ -66,7 +65,7 @@ export class CloudAgentStore {
   }
 
   async countEvents(runId: string): Promise<number> {
-    const rows = (await this.manager.query(this.dialect === 'mysql' ? 'SELECT COUNT(*) AS n FROM `cloud_agent_run_events` WHERE `run_id` = ?' : 'SELECT COUNT(*) AS n FROM "cloud_agent_run_events" WHERE "run_id" = ?', [runId])) as { n: number | string }[];
+    const rows = await this.manager.query<{ n: number | string }[]>(this.dialect === 'mysql' ? 'SELECT COUNT(*) AS n FROM `cloud_agent_run_events` WHERE `run_id` = ?' : 'SELECT COUNT(*) AS n FROM "cloud_agent_run_events" WHERE "run_id" = ?', [runId]);
     return Number(rows[0]?.n ?? 0);
   }
 
@@ -91,12 +90,12 @@ export class CloudAgentStore {
    * both databases).
    */
   async findCredential(credentialHash: string): Promise<CredentialHolder | null> {
-    const rows = (await this.manager.query(
+    const rows = await this.manager.query<Record<string, unknown>[]>(
       'SELECT r.id, r.organisation_id AS organisationId, r.device_id AS deviceId, r.person_id AS personId, r.expires_at AS expiresAt, ' +
         'r.ended_at AS endedAt, d.revoked_at AS deviceRevokedAt, m.person_id AS memberId, m.removed_at AS memberRemovedAt FROM cloud_agent_runs r ' +
         'INNER JOIN devices d ON d.id = r.device_id LEFT JOIN memberships m ON m.organisation_id = r.organisation_id AND m.person_id = r.person_id WHERE r.credential_hash = ?',
       [credentialHash],
-    )) as Record<string, unknown>[];
+    );
     const row = rows[0];
     if (!row) return null;
     return {

@@ -108,7 +108,7 @@ export class DeviceStore {
         'd.dpop_jkt AS dpopJkt, d.scope, d.created_at AS createdAt, d.last_seen_at AS lastSeenAt, d.revoked_at AS revokedAt ' +
         "FROM device_tokens t INNER JOIN devices d ON d.id = t.device_id WHERE t.token_hash = ? AND t.kind = 'access'",
       [tokenHash],
-    )) as Record<string, unknown>[];
+    ));
     const row = rows[0];
     if (!row) return null;
     const { expiresAt, tokenRevokedAt, ...device } = row;

@@ -6,6 +6,7 @@ import { newId } from '../../util/ids.js';
 import { hashSecret, newSecret } from '../../util/secrets.js';
 import type { DeviceRecord, DeviceTokenRecord } from './entities.js';
 import { DeviceStore } from './store.js';
+import { ACCESS_TOKEN_PREFIX } from '../../auth/token-formats.js';
 
 /**
  * Device tokens (spec 2.10): `platform_at_` access tokens and `platform_rt_` refresh tokens.
@@ -15,7 +16,6 @@ import { DeviceStore } from './store.js';
  * token by the same device and key, which gets the same new pair.
  */
 
-export const ACCESS_TOKEN_PREFIX = 'platform_at_';
 export const REFRESH_TOKEN_PREFIX = 'platform_rt_';
 
 export interface TokenAnswer {

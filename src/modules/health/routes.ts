@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import { notReady } from '../../errors.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { named } from '../../http/schema.js';
+import { ProbeFailure, type ReadinessProbe } from '../../readiness.js';
 
 /**
  * Liveness and readiness. `/readyz` asks every dependency and every component that stands on
@@ -20,23 +21,6 @@ import { named } from '../../http/schema.js';
  * Nothing is cached but "no migration pending" (a running service's code never gains one), so
  * readiness follows a dependency back as soon as it answers again.
  */
-
-/** What a probe says when its part is usable. */
-export type ReadyState = 'ok' | 'not configured' | 'in process' | 'disabled';
-
-export interface ReadinessProbe {
-  name: string;
-  /** Resolves with a ready state; a `ProbeFailure` names the reason, any other error means unreachable. */
-  check(): Promise<ReadyState>;
-}
-
-/** A probe's part answers but is not usable, for a reason of its own (`pending`, `scripts not loaded`…). */
-export class ProbeFailure extends Error {
-  constructor(readonly state: string) {
-    super(state);
-    this.name = 'ProbeFailure';
-  }
-}
 
 const READY_STATES = ['ok', 'not configured', 'in process', 'disabled'] as const;
 

@@ -160,7 +160,7 @@ export class IngestReader {
     if (filters.projectId) query.andWhere('item.projectId = :projectId', { projectId: filters.projectId });
     if (filters.since) query.andWhere('item.at >= :since', { since: sqlTime(dialect, storableInstant(filters.since, 'query.since')) });
     if (filters.until) query.andWhere('item.at < :until', { until: sqlTime(dialect, storableInstant(filters.until, 'query.until')) });
-    const rows = (await query.getRawMany()) as Record<string, string | number>[];
+    const rows = await query.getRawMany<Record<string, string | number>>();
     return rows.map((row) => ({
       day: String(row.day),
       provider: String(row.provider),

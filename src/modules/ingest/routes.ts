@@ -6,7 +6,7 @@ import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { named, timestampSchema } from '../../http/schema.js';
 import type { IngestReader, ReadFilters } from './read.js';
 import { ingestAnswerSchema, ingestEnvelopeSchema, TASK_STATUSES } from './schemas.js';
-import type { IngestEnvelope, IngestService } from './service.js';
+import type { IngestService } from './service.js';
 
 export interface IngestLimits {
   maxBytes: number;
@@ -206,7 +206,7 @@ export function ingestRoutes(service: IngestService, reader: IngestReader, limit
       errors: { 400: ['unsupported_schema_version'], 404: ['not_found'] },
       handler: async ({ body, principal }) => {
         const device = principal;
-        const answer = await service.ingest({ organisationId: device.organisationId, deviceId: device.deviceId as string }, body as IngestEnvelope);
+        const answer = await service.ingest({ organisationId: device.organisationId, deviceId: device.deviceId as string }, body);
         return { status: 200, body: answer, headers: { 'Cache-Control': 'no-store' } };
       },
     }),

@@ -1,5 +1,5 @@
-import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import { utcText } from '../../util/time.js';
+import type { EntityManager, QueryRunner } from 'typeorm';
+import { sqlTime, type Dialect } from '../../db/dates.js';
 
 /**
  * The only code that writes and reads ingested items. Writes are multi-row
@@ -7,16 +7,8 @@ import { utcText } from '../../util/time.js';
  * upload stores nothing twice and the database itself counts what was new.
  */
 
-export type Dialect = 'sqlite' | 'mysql';
-
-export function dialectOf(dataSource: DataSource): Dialect {
-  return dataSource.options.type === 'better-sqlite3' ? 'sqlite' : 'mysql';
-}
-
-/** How a timestamp is bound: better-sqlite3 binds no Date; TypeORM keeps UTC text there. */
-export function sqlTime(dialect: Dialect, date: Date): Date | string {
-  return dialect === 'sqlite' ? utcText(date) : date;
-}
+// Shared with the other stores that write raw statements (src/db/dates.ts).
+export { dialectOf, sqlTime, type Dialect } from '../../db/dates.js';
 
 /**
  * One statement holds at most this many rows (a 1,000-event envelope is one statement), with at

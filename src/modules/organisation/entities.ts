@@ -1,5 +1,6 @@
 import { EntitySchema } from 'typeorm';
 import type { OrganisationRole } from '../../auth/principal.js';
+import type { OrganisationKind, OrganisationPlan, OrganisationRecord } from '../../domain/organisation.js';
 
 /**
  * Organisations, their host names, people, the identities people sign in with, and memberships.
@@ -7,25 +8,10 @@ import type { OrganisationRole } from '../../auth/principal.js';
  * src/migrations/<dialect> create exactly these tables (a test compares them).
  */
 
-export type OrganisationKind = 'personal' | 'team' | 'enterprise';
+// The organisation's shape is declared below the layers that read it (src/domain/organisation.ts).
+export type { OrganisationKind, OrganisationPlan, OrganisationRecord } from '../../domain/organisation.js';
 export const ORGANISATION_KINDS: readonly OrganisationKind[] = ['personal', 'team', 'enterprise'];
-export type OrganisationPlan = 'free' | 'teams' | 'enterprise';
 export const ORGANISATION_PLANS: readonly OrganisationPlan[] = ['free', 'teams', 'enterprise'];
-
-export interface OrganisationRecord {
-  id: string;
-  name: string;
-  kind: OrganisationKind;
-  plan: OrganisationPlan;
-  /** OpenID Connect settings (self-hosted): the provider that signs this organisation's person tokens. */
-  oidcIssuer: string | null;
-  oidcClientId: string | null;
-  oidcApiScope: string | null;
-  oidcAudience: string | null;
-  /** Name of the claim carrying the organisation role (`owner`, `admin`, `member`); none: `member`. */
-  oidcRoleClaim: string | null;
-  createdAt: Date;
-}
 
 export interface OrganisationHostRecord {
   host: string;

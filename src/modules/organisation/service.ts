@@ -1,9 +1,11 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { ORGANISATION_ROLES, type OrganisationRole } from '../../auth/principal.js';
+import type { OrganisationRole } from '../../auth/principal.js';
 import { isUniqueViolation, withRetries } from '../../db/errors.js';
 import { conflict, invalidRequest, notFound } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
+import { HOST_NAME } from '../../domain/organisation.js';
+import { RemovedMember, type SigningInIdentity } from '../../auth/lookups.js';
 import type { OrganisationKind, OrganisationPlan, OrganisationRecord, PersonRecord } from './entities.js';
 import { OrganisationStore, type MemberView } from './store.js';
 
@@ -37,31 +39,10 @@ export interface NewOrganisation {
   oidc?: OidcSettings | undefined;
 }
 
-/** The person was removed from the organisation; their provider's tokens no longer admit them. */
-export class RemovedMember extends Error {
-  constructor() {
-    super('this person was removed from the organisation');
-    this.name = 'RemovedMember';
-  }
-}
-
-/** Who an identity provider says is signing in. */
-export interface SigningInIdentity {
-  issuer: string;
-  subject: string;
-  name?: string | undefined;
-  email?: string | undefined;
-  /** False when the provider said the address is not verified (`email_verified: false`). */
-  emailVerified?: boolean | undefined;
-  role?: OrganisationRole | undefined;
-}
-
 export interface SignedInPerson {
   person: PersonRecord;
   role: OrganisationRole;
 }
-
-export const HOST_NAME = /^(?=.{1,253}$)(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*$/;
 
 export function normaliseHost(host: string): string {
   const lower = host.trim().toLowerCase().replace(/\.$/, '');
@@ -71,13 +52,6 @@ export function normaliseHost(host: string): string {
 
 function defaultPlan(kind: OrganisationKind): OrganisationPlan {
   return kind === 'enterprise' ? 'enterprise' : kind === 'team' ? 'teams' : 'free';
-}
-
-/** The role a token's claim names; the highest recognised one when the claim is a list. */
-export function roleFromClaim(value: unknown): OrganisationRole | undefined {
-  const values = Array.isArray(value) ? value : [value];
-  for (const role of ORGANISATION_ROLES) if (values.includes(role)) return role;
-  return undefined;
 }
 
 /** A new Cloud organisation (a person's own, or a team): no host names, no identity provider of its own. */

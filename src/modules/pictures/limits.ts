@@ -22,7 +22,7 @@ export function checkSpecKeys(spec: unknown): void {
     const value = stack.pop();
     if (value === null || typeof value !== 'object') continue;
     if (!Array.isArray(value)) {
-      for (const key of Object.keys(value as object)) {
+      for (const key of Object.keys(value)) {
         if (key.length > PICTURE_LIMITS.specKeyLength) throw invalidRequest(`body.spec has a key longer than ${PICTURE_LIMITS.specKeyLength} characters`, { field: 'body.spec' });
       }
     }

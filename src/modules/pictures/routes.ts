@@ -15,7 +15,7 @@ import {
   pictureWriteSchema,
   projectParamsSchema,
 } from './schemas.js';
-import type { PictureService, PictureWrite } from './service.js';
+import type { PictureService } from './service.js';
 import type { PictureSummaryRow } from './store.js';
 
 /** How the routes learn the caller's project roles (ProjectService.rolesOf). */
@@ -240,7 +240,7 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
       errors: { 400: ['invalid_svg', 'unsafe_svg', 'svg_too_complex', 'unsupported_schema_version'], 503: ['unavailable'], 404: ['not_found'], 409: ['picture_limit_reached'], ...preconditionErrors },
       handler: async ({ params, body, principal, req }) => {
         await requireAccess(projects, principal, params.id, 'update');
-        const { picture, created, normalised } = await pictures.save(params.id, params.slug, principal.personId as string, body as PictureWrite, readPreconditions(req.headers));
+        const { picture, created, normalised } = await pictures.save(params.id, params.slug, principal.personId as string, body, readPreconditions(req.headers));
         return { status: created ? 201 : 200, headers: pictureHeaders(picture), body: { ...whole(picture), normalised } };
       },
     }),

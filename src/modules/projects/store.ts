@@ -122,13 +122,13 @@ export class ProjectStore {
     const pictures = await this.manager.createQueryBuilder().select('COUNT(*)', 'count').from('Picture', 'picture').where('picture.projectId = :projectId', { projectId }).getRawOne<{ count: string | number }>();
     let ingest = false;
     for (const table of INGEST_TABLES) {
-      const rows = (await this.manager.query(`SELECT 1 AS found FROM ${table} WHERE project_id = ? LIMIT 1`, [projectId])) as unknown[];
+      const rows = await this.manager.query<unknown[]>(`SELECT 1 AS found FROM ${table} WHERE project_id = ? LIMIT 1`, [projectId]);
       if (rows.length) {
         ingest = true;
         break;
       }
     }
-    const runs = (await this.manager.query('SELECT COUNT(*) AS count FROM cloud_agent_runs WHERE project_id = ?', [projectId])) as { count: string | number }[];
+    const runs = await this.manager.query<{ count: string | number }[]>('SELECT COUNT(*) AS count FROM cloud_agent_runs WHERE project_id = ?', [projectId]);
     return { pictures: Number(pictures?.count ?? 0), ingest, runs: Number(runs[0]?.count ?? 0) };
   }
 

@@ -8,7 +8,7 @@ import { newId } from '../../util/ids.js';
 import { hashSecret, newSecret } from '../../util/secrets.js';
 import type { OrganisationService } from '../organisation/service.js';
 import type { SignInMethodRecord } from './entities.js';
-import { PROVIDER_LABELS, type ProviderIdentity } from './identity-provider.js';
+import { PROVIDER_LABELS, type ProviderIdentity } from '../../identity/identity-provider.js';
 import type { SignInProviderId, SignInSettings } from './settings.js';
 import { normaliseEmail, RedirectError } from './shared.js';
 import type { SignInStore } from './store.js';

@@ -7,7 +7,7 @@ import { newId } from '../../util/ids.js';
 import { hashSecret, safeEqual } from '../../util/secrets.js';
 import type { LinkIntent, SignInAccounts } from './accounts.js';
 import type { SignInCodes } from './code-exchange.js';
-import type { ProviderIdentity } from './identity-provider.js';
+import type { ProviderIdentity } from '../../identity/identity-provider.js';
 import { checkMailCaps, MAIL_CAP_DAY_MS } from './mail-caps.js';
 import type { SignInSettings } from './settings.js';
 import { normaliseEmail, RedirectError, signInOrigin, type ClientRequest } from './shared.js';

@@ -5,7 +5,7 @@ import type { Mailer } from '../../mail/mailer.js';
 import type { Clock } from '../../util/clock.js';
 import type { OrganisationService } from '../organisation/service.js';
 import type { EmailStartCheck } from './email-start-check.js';
-import type { IdentityProvider } from './identity-provider.js';
+import type { IdentityProvider } from '../../identity/identity-provider.js';
 import { signInRateLimits, signInRoutes } from './routes.js';
 import { SignInService } from './service.js';
 import { CloudSessions } from './sessions.js';

@@ -5,7 +5,7 @@ import { hashSecret, newSecret } from '../../util/secrets.js';
 import type { LinkIntent, SignInAccounts } from './accounts.js';
 import type { SignInCodes } from './code-exchange.js';
 import { bindingHash, sameBrowser } from './flow-binding.js';
-import { IdentityProviderError, PROVIDER_LABELS, type IdentityProvider } from './identity-provider.js';
+import { IdentityProviderError, PROVIDER_LABELS, type IdentityProvider } from '../../identity/identity-provider.js';
 import type { IdentityProviderId, SignInProviderId, SignInSettings } from './settings.js';
 import { errorRedirect, RedirectError, signInOrigin, type ClientRequest } from './shared.js';
 import type { SignInStore } from './store.js';

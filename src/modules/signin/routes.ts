@@ -7,7 +7,7 @@ import { oauthError } from '../oauth/errors.js';
 import { NO_STORE, noStoreHeader } from '../oauth/token-endpoint.js';
 import type { CloudSessions } from './sessions.js';
 import type { EmailStartCheck } from './email-start-check.js';
-import { IDENTITY_PROVIDERS, type IdentityProviderId, type SignInSettings } from './settings.js';
+import { IDENTITY_PROVIDERS, type SignInSettings } from './settings.js';
 import {
   emailChallengeSchema,
   emailStartSchema,
@@ -168,7 +168,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
         const codeChallenge = one(raw.code_challenge);
         if (codeChallenge === undefined || !CODE_CHALLENGE.test(codeChallenge)) return back('code_challenge must be the base64url SHA-256 of the PKCE verifier (43 characters)');
         if (raw.code_challenge_method !== undefined && raw.code_challenge_method !== 'S256') return back('code_challenge_method must be S256');
-        const request: ClientRequest = { client: client as ClientRequest['client'], redirectUri: redirectUri as string, codeChallenge, state };
+        const request: ClientRequest = { client: client, redirectUri: redirectUri as string, codeChallenge, state };
         try {
           // The flow belongs to this browser (flow-binding.ts): only it can finish it at the callback.
           const binding = bindingForStart(req.headers.cookie, service.origin);
@@ -224,8 +224,8 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       handler: async ({ params, req }) => {
         // The callback URL registered with the provider (PLATFORM_BASE_URL's): only the query is the provider's.
         const query = req.originalUrl.indexOf('?');
-        const callbackUrl = new URL(`${providerFlow.callbackUri(params.provider as IdentityProviderId)}${query >= 0 ? req.originalUrl.slice(query) : ''}`);
-        const finished = await providerFlow.finishProvider(params.provider as IdentityProviderId, callbackUrl, browserBindingOf(req.headers.cookie, service.origin));
+        const callbackUrl = new URL(`${providerFlow.callbackUri(params.provider)}${query >= 0 ? req.originalUrl.slice(query) : ''}`);
+        const finished = await providerFlow.finishProvider(params.provider, callbackUrl, browserBindingOf(req.headers.cookie, service.origin));
         if (!finished) throw invalidRequest('no sign-in in progress has this state: it was not started here, took too long, or was already finished; start again');
         return redirect(finished.redirectTo);
       },

@@ -6,7 +6,7 @@ import type { OrganisationService } from '../organisation/service.js';
 import { SignInAccounts } from './accounts.js';
 import { SignInCodes } from './code-exchange.js';
 import { EmailCodes } from './email-codes.js';
-import type { IdentityProvider } from './identity-provider.js';
+import type { IdentityProvider } from '../../identity/identity-provider.js';
 import { ProviderFlow } from './provider-flow.js';
 import type { CloudSessions } from './sessions.js';
 import type { IdentityProviderId, SignInSettings } from './settings.js';

@@ -6,6 +6,7 @@ import { hashSecret, newSecret } from '../../util/secrets.js';
 import type { CloudSessionRecord, SessionTokenRecord } from './entities.js';
 import { oauthError } from '../oauth/errors.js';
 import { SignInStore } from './store.js';
+import { SESSION_ACCESS_PREFIX } from '../../auth/token-formats.js';
 
 /**
  * Cloud sessions (spec 4.3, 5): a person signed in on one client. Opaque tokens, stored only as
@@ -21,7 +22,6 @@ import { SignInStore } from './store.js';
  * what the first wrote.
  */
 
-export const SESSION_ACCESS_PREFIX = 'platform_sa_';
 export const SESSION_REFRESH_PREFIX = 'platform_sr_';
 
 export interface SessionTokens {

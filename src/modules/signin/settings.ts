@@ -5,9 +5,10 @@
  * never the module on it.
  */
 
-/** The identity providers a person can sign in with on Cloud, besides emailed codes. */
-export const IDENTITY_PROVIDERS = ['google', 'microsoft', 'github', 'facebook'] as const;
-export type IdentityProviderId = (typeof IDENTITY_PROVIDERS)[number];
+import { IDENTITY_PROVIDERS } from '../../identity/identity-provider.js';
+
+// The providers themselves are the identity-provider port's (src/identity/identity-provider.ts).
+export { IDENTITY_PROVIDERS, type IdentityProviderId } from '../../identity/identity-provider.js';
 
 /** Every way to sign in, in the default display order of `GET /auth/v1/providers`. */
 export const SIGN_IN_PROVIDERS = [...IDENTITY_PROVIDERS, 'email'] as const;

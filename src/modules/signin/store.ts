@@ -307,7 +307,7 @@ export class SignInStore {
         's.sign_in_method_id AS signInMethodId, s.created_at AS createdAt, s.ended_at AS endedAt ' +
         "FROM cloud_session_tokens t INNER JOIN cloud_sessions s ON s.id = t.session_id WHERE t.token_hash = ? AND t.kind = 'access'",
       [tokenHash],
-    )) as Record<string, unknown>[];
+    ));
     const row = rows[0];
     if (!row) return null;
     return {

@@ -4,7 +4,7 @@ import { DEFAULT_PAGE_SIZE, pageQuerySchema } from '../../http/pagination.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { organisationSummarySchema } from '../organisation/schemas.js';
-import type { MemberView } from '../organisation/store.js';
+import type { MemberView } from './ports.js';
 import { invitationListSchema, invitationPreviewSchema, invitationSchema, memberListSchema, okSchema, roleSchema, teamNameSchema } from './schemas.js';
 import type { TeamService, TeamSettings } from './service.js';
 import type { InvitationView } from './store.js';

@@ -13,9 +13,8 @@ import { hashSecret, newSecret } from '../../util/secrets.js';
 import type { MembershipRecord, OrganisationPlan, OrganisationRecord } from '../organisation/entities.js';
 import { organisationSummary } from '../organisation/schemas.js';
 import { cloudOrganisation } from '../organisation/service.js';
-import { OrganisationStore, type MemberView } from '../organisation/store.js';
 import { normaliseEmail } from '../signin/shared.js';
-import { SignInStore } from '../signin/store.js';
+import type { MemberView, TeamOrganisationRows, TeamSignInMethods } from './ports.js';
 import type { InvitationRecord } from './entities.js';
 import { InvitationStore, type InvitationView } from './store.js';
 
@@ -100,11 +99,15 @@ export interface TeamServiceOptions {
   config: TeamSettings;
   mailer: Mailer;
   logger: Logger;
+  /** The organisation module's rows (src/app.ts passes its store). */
+  organisations: TeamOrganisationRows;
+  /** The sign-in module's methods (src/app.ts passes its store). */
+  signInMethods: TeamSignInMethods;
 }
 
 interface InTeam {
   manager: EntityManager;
-  organisations: OrganisationStore;
+  organisations: TeamOrganisationRows;
   invitations: InvitationStore;
   organisation: OrganisationRecord;
   caller: MembershipRecord;
@@ -112,18 +115,18 @@ interface InTeam {
 }
 
 export class TeamService {
-  private readonly organisations: OrganisationStore;
+  private readonly organisations: TeamOrganisationRows;
   private readonly invitations: InvitationStore;
-  private readonly signIn: SignInStore;
+  private readonly signIn: TeamSignInMethods;
 
   constructor(
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
     private readonly options: TeamServiceOptions,
   ) {
-    this.organisations = new OrganisationStore(dataSource);
+    this.organisations = options.organisations;
     this.invitations = new InvitationStore(dataSource);
-    this.signIn = new SignInStore(dataSource);
+    this.signIn = options.signInMethods;
   }
 
   private abilityOf(organisationId: string, membership: Pick<MembershipRecord, 'personId' | 'role'>): AppAbility {
@@ -245,7 +248,7 @@ export class TeamService {
   }
 
   /** Refuses (409) unless an owner other than `leaving` remains; reads under the team's lock. */
-  private async keepAnOwner(organisations: OrganisationStore, organisationId: string, leaving: string): Promise<void> {
+  private async keepAnOwner(organisations: TeamOrganisationRows, organisationId: string, leaving: string): Promise<void> {
     const members = await organisations.activeMembers(organisationId, { lock: true });
     if (!members.some((member) => member.role === 'owner' && member.personId !== leaving)) throw lastOwner();
   }
@@ -380,7 +383,7 @@ export class TeamService {
   }
 
   /** An invitation counts only while its inviter may still invite with its role (a member, owner or admin). */
-  private async inviterStillMay(organisations: OrganisationStore, invitation: InvitationRecord, lock: boolean): Promise<boolean> {
+  private async inviterStillMay(organisations: TeamOrganisationRows, invitation: InvitationRecord, lock: boolean): Promise<boolean> {
     const inviter = await organisations.findMembership(invitation.organisationId, invitation.invitedBy, { lock });
     if (!inviter || inviter.removedAt) return false;
     const ability = this.abilityOf(invitation.organisationId, inviter);

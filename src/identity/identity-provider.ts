@@ -1,7 +1,11 @@
-import type { IdentityProviderId } from './settings.js';
+/** The identity providers a person can sign in with on Cloud, besides emailed codes. */
+export const IDENTITY_PROVIDERS = ['google', 'microsoft', 'github', 'facebook'] as const;
+export type IdentityProviderId = (typeof IDENTITY_PROVIDERS)[number];
 
 /**
- * What the Cloud sign-in service needs of an identity provider (adapters/identity/): send the
+ * What the Cloud sign-in service (src/modules/signin) needs of an identity provider, implemented
+ * by adapters/identity/cloud-providers.ts; declared here, outside both, so that adapters import
+ * no module (eslint.config.js, the layer zones). Send the
  * browser there, then turn the provider's answer at our callback into a person. The service
  * keeps everything between the two halves (state, PKCE verifier, nonce); an adapter keeps nothing.
  */
