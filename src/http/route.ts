@@ -195,7 +195,7 @@ export interface ProtocolErrors {
 }
 
 export function defineRoute<const S extends RouteSchemas, const A extends RouteAuth, O extends true | undefined = undefined>(route: RouteDefinition<S, A, O>): RouteDefinition {
-  return route as unknown as RouteDefinition;
+  return route;
 }
 
 /** The question the request chain asks of the caller's ability, when the route declares one. */

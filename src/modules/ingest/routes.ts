@@ -160,7 +160,7 @@ const usageSummarySchema = named('UsageSummary', {
 } as const);
 
 function requireAdmin(principal: Principal, organisationId: string): void {
-  const actor = principal as Principal;
+  const actor = principal;
   authorize(abilityOf(actor), 'read', 'Activity', { organisationId });
 }
 

@@ -87,7 +87,7 @@ class InlineChecker implements SvgChecker {
     try {
       return Promise.resolve(checkSvg(text));
     } catch (error) {
-      return Promise.reject(error as Error);
+      return Promise.reject(error);
     }
   }
 

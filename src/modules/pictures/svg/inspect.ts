@@ -1,6 +1,6 @@
 import { checkDeclarations, checkStyleValue, checkStylesheet } from './css.js';
 import { SVG_NAMESPACE, type XmlAttribute, type XmlDocument, type XmlElement } from './parse.js';
-import { dataMediaType, referenceProblem, type Allowed } from './references.js';
+import { dataMediaType, referenceProblem } from './references.js';
 import { SvgRefusal, shown } from './refusal.js';
 import {
   ALLOWED_ELEMENTS,
@@ -160,7 +160,7 @@ function checkAttribute(frame: Frame, attribute: XmlAttribute): void {
     if (!kind) refuseAttribute(frame, name, `<${element.name}> may not carry ${name}`);
     // A data: image may be as long as the picture; anything else is a short reference.
     if (value.length > MAX_VALUE_LENGTH && dataMediaType(value.trimStart()) === undefined) refuseAttribute(frame, name, `the value of ${name} is longer than ${MAX_VALUE_LENGTH} characters (the limit of an attribute value)`);
-    const problem = referenceProblem(value, kind as Allowed);
+    const problem = referenceProblem(value, kind);
     if (problem) refuseAttribute(frame, name, `${shown(value)}: ${problem}`);
     return;
   }
