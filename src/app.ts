@@ -21,6 +21,7 @@ import { deviceCodeRoutes } from './modules/devices/device-code-routes.js';
 import { approvalRoutes } from './modules/devices/approval-routes.js';
 import { approvalPage } from './modules/devices/approval-page.js';
 import { WebSessions } from './modules/devices/page-session.js';
+import { pageLook } from './web/device-approval/look.js';
 import { OrganisationSignIn } from './modules/devices/page-sign-in.js';
 import type { TokenResolver } from './auth/resolver.js';
 import type { Config } from './config.js';
@@ -387,6 +388,8 @@ export function buildApp(deps: AppDependencies): Platform {
       cloud: config.deployment === 'cloud' ? { signIn, codeRateLimit: signInRateLimits(signInSettings).emailVerify } : undefined,
       tenancy: tenancy(config.deployment, organisations),
       rateLimit: (rule) => rateLimits.handler(rule),
+      look: pageLook(config.page),
+      clock,
     }),
   );
   app.use(notFoundHandler());
