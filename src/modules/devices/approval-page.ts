@@ -205,8 +205,8 @@ export function approvalPage(options: ApprovalPageOptions): Router {
    * Look-ups and decisions count against the address and the person, on the same counters as
    * the console's JSON approval operations: a code is guessed once, wherever it is tried.
    */
-  async function limitLookUps(req: Request, res: Response, approver: Approver): Promise<void> {
-    await runMiddleware(options.rateLimit(USER_CODE_ADDRESS_RATE_LIMIT), req, res);
+  async function limitLookUps(req: Request, res: Response, approver: Approver, counted = true): Promise<void> {
+    if (counted) await runMiddleware(options.rateLimit(USER_CODE_ADDRESS_RATE_LIMIT), req, res);
     req.context.principal = {
       kind: 'person',
       organisationId: approver.organisationId,
@@ -215,7 +215,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
       deviceId: undefined,
       scopes: [],
     };
-    await runMiddleware(options.rateLimit(USER_CODE_PERSON_RATE_LIMIT), req, res);
+    if (counted) await runMiddleware(options.rateLimit(USER_CODE_PERSON_RATE_LIMIT), req, res);
   }
 
   /**
@@ -250,7 +250,8 @@ export function approvalPage(options: ApprovalPageOptions): Router {
    * back to it) and forgets the notice it has now shown.
    */
   async function lookUpFor(req: Request, res: Response, current: Current, userCode: string) {
-    await limitLookUps(req, res, current.approver);
+    // The code the session already holds was counted when it was typed: reloading it guesses nothing.
+    await limitLookUps(req, res, current.approver, current.session.userCode !== userCode);
     if (current.session.userCode !== userCode || current.session.notice) {
       await sessions.remember(current.secret, current.session, { userCode, notice: undefined });
     }
@@ -286,7 +287,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     const fromQuery = codeFrom(single(req.query.user_code), current?.signedIn);
     const another = single(req.query.another) !== undefined;
     if (!current) {
-      const lapsed = fromQuery || another ? undefined : await lapsedCode(req, organisation.id);
+      const lapsed = another ? undefined : await lapsedCode(req, organisation.id);
       const userCode = fromQuery ?? lapsed;
       const notice = noticeOf(req) ?? (lapsed ? 'session-ended' : undefined);
       if (!userCode) return send(res, 200, entryPage({ notice }));
@@ -381,7 +382,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     if ((decision !== 'approve' && decision !== 'deny') || !userCode) {
       throw stop(400, messagePage({ title: 'Request refused', message: 'Choose Approve or Deny on the page.', next: 'enter-code', signedIn: current.signedIn }));
     }
-    await limitLookUps(req, res, current.approver);
+    await limitLookUps(req, res, current.approver, current.session.userCode !== userCode);
     // From here on the page shows this code, whatever happens to it.
     const again = async (notice: PageNotice | undefined) => {
       await sessions.remember(current.secret, current.session, { userCode, notice });
@@ -486,7 +487,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
         const query = new URLSearchParams({ start: 'again', ...(pending.userCode ? { user_code: pending.userCode } : {}) });
         return send(res, 200, emailCodePage({ email: pending.email, notice: pending.notice, startAgain: `/device?${query}` }));
       }
-      const lapsed = fromQuery || another ? undefined : await lapsedCode(req, null);
+      const lapsed = another ? undefined : await lapsedCode(req, null);
       const userCode = fromQuery ?? lapsed;
       const notice = noticeOf(req) ?? (lapsed && !startAgain ? 'session-ended' : undefined);
       if (!userCode && notice !== 'bad-email') return send(res, 200, entryPage({ notice }));

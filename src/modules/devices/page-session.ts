@@ -248,7 +248,8 @@ export class WebSessions {
   async lapsedCode(secret: string, organisationId: string | null): Promise<string | undefined> {
     if (!secret.startsWith(WEB_SESSION_PREFIX) || secret.length > 100) return undefined;
     const record = await this.repository.findOneBy({ idHash: hashSecret(secret) });
-    if (!record || record.organisationId !== organisationId) return undefined;
+    // A session still running is no lapsed one.
+    if (!record || record.organisationId !== organisationId || record.expiresAt.getTime() > this.clock.now().getTime()) return undefined;
     const data = unseal<SignedInData | PendingSignIn>(record.sealed, secret, record.idHash);
     return data?.userCode;
   }
