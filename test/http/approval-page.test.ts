@@ -152,6 +152,25 @@ describe('the page itself', () => {
     expect(res.headers['set-cookie']).toBeUndefined();
   });
 
+  it("carries the operator's product name, logo and accent, and lets that logo in only", async () => {
+    const branded = await startPlatform({ env: { PAGE_PRODUCT_NAME: 'Acme <Devices>', PAGE_LOGO_URL: 'data:image/png;base64,iVBORw0KGgo=', PAGE_ACCENT: '#0B5D1E' } });
+    try {
+      await createOrganisation(branded, { name: 'Branded', hosts: ['branded.test'], oidc: idp.settings() });
+      const res = await request(branded.app).get('/device').set('Host', 'branded.test');
+      expect(res.status).toBe(200);
+      expect(res.text).toContain('<title>Connect a device · Acme &lt;Devices&gt;</title>');
+      expect(res.text).toContain('<header><img src="data:image/png;base64,iVBORw0KGgo=" alt=""><span class="product">Acme &lt;Devices&gt;</span></header>');
+      expect(res.text).toContain('--accent: #0b5d1e;');
+      expect(res.headers['content-security-policy']).toMatch(/^default-src 'none'; style-src 'sha256-[^']+'; img-src data:; form-action 'self';/);
+    } finally {
+      await branded.close();
+    }
+    // Without settings: "Platform", no image, and no img-src.
+    const plain = await get(newBrowser(), '/device');
+    expect(plain.text).toContain('<title>Connect a device · Platform</title>');
+    expect(plain.text).not.toContain('<img');
+  });
+
   it('is not in the OpenAPI document: it is HTML, not an API operation', () => {
     const paths = Object.keys((platform.openapi as { paths: Record<string, unknown> }).paths);
     expect(paths.filter((path) => path.startsWith('/device'))).toEqual([]);
