@@ -455,6 +455,14 @@ describe('the device page', () => {
       platform.clock.advance(601_000);
       return asked.user_code;
     }],
+    ['approved by another person', 409, /Already approved/, async () => {
+      const asked = await askForCode({ name: 'Decided box' });
+      const other = newBrowser();
+      await signIn(other, 'max', asked.user_code);
+      const page = await get(other, '/device');
+      expect((await post(other, '/device/decision', { csrf: csrfOf(page), user_code: asked.user_code, decision: 'approve' })).status).toBe(303);
+      return asked.user_code;
+    }],
     ['denied by another person', 409, /Already denied/, async () => {
       const asked = await askForCode({ name: 'Decided box' });
       const other = newBrowser();
