@@ -1,8 +1,9 @@
 /**
  * Test projects:
  * - unit: rules with fake stores, no I/O.
- * - http: the real app in process (supertest), a fresh SQLite database per test file.
- * - services: the same http suite again on MariaDB (a fresh database per test file), plus the
+ * - http: the real app in process (supertest), a fresh SQLite database per test file; with it the
+ *   admin command line's suites (test/cli), run in process against the same kind of database.
+ * - services: the same http and cli suites again on MariaDB (a fresh database per test file), plus the
  *   suites that need MariaDB or Redis themselves. It fails, never skips, when they are missing.
  * - browser: flows a person goes through in headless Chromium (/usr/bin/chromium), one at a time.
  * - deploy: the container image's Dockerfile and the Helm chart, rendered and linted by a real helm
@@ -30,11 +31,11 @@ export default {
   reporters: ['default', '<rootDir>/test/support/suite-reporter.mjs'],
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
-    { ...common, displayName: 'http', testMatch: ['<rootDir>/test/http/**/*.test.ts'] },
+    { ...common, displayName: 'http', testMatch: ['<rootDir>/test/http/**/*.test.ts', '<rootDir>/test/cli/**/*.test.ts'] },
     {
       ...common,
       displayName: 'services',
-      testMatch: ['<rootDir>/test/http/**/*.test.ts', '<rootDir>/test/services/**/*.test.ts'],
+      testMatch: ['<rootDir>/test/http/**/*.test.ts', '<rootDir>/test/cli/**/*.test.ts', '<rootDir>/test/services/**/*.test.ts'],
       globalSetup: '<rootDir>/test/support/services-check.mjs',
       setupFiles: ['<rootDir>/test/support/services-env.mjs'],
     },

@@ -1,5 +1,4 @@
-import { AbilityBuilder, createMongoAbility, subject } from '@casl/ability';
-import { forbidden } from '../src/errors.js';
+import { AbilityBuilder, createMongoAbility } from '@casl/ability';
 import { organisationRules } from './organisation.js';
 import { projectRules } from './project.js';
 import { deviceRules } from './device.js';
@@ -11,9 +10,10 @@ import { memberRules } from './member.js';
 import { invitationRules } from './invitation.js';
 import { projectMemberRules } from './project-member.js';
 import { cloudAgentRules } from './cloud-agent.js';
-import type { Action, Actor, AppAbility } from './subjects.js';
+import type { Actor, AppAbility } from './subjects.js';
 
-export type { Action, Actor, AppAbility } from './subjects.js';
+export type { Action, Actor, AppAbility, SubjectRecords, SubjectType, Subjects } from './subjects.js';
+export { authorize, permits, record } from './authorize.js';
 
 /** Every subject's rules, in one list; a new subject adds its file here. */
 const RULES = [organisationRules, teamRules, memberRules, invitationRules, projectRules, projectMemberRules, deviceRules, policyRules, activityRules, pictureRules, cloudAgentRules];
@@ -54,11 +54,4 @@ export function abilityOf(principal: Readonly<Omit<Actor, 'projectRoles' | 'veri
     byPrincipal.set(principal, ability);
   }
   return ability;
-}
-
-/** Refuse with 403 `forbidden` unless the ability allows `action` on the record. */
-export function authorize(ability: AppAbility, action: Action, type: string, record: object): void {
-  // The same question `ForbiddenError.throwUnlessCan` asks, without building its error object
-  // (and its message) on every allowed request: the refusal is made only when refusing.
-  if (!ability.can(action, subject(type, { ...record }) as never)) throw forbidden();
 }

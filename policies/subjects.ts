@@ -1,4 +1,4 @@
-import type { MongoAbility } from '@casl/ability';
+import type { ForcedSubject, MongoAbility } from '@casl/ability';
 import type { OrganisationRole, ProjectRole, TokenKind } from '../src/auth/principal.js';
 
 /**
@@ -30,23 +30,76 @@ export interface InvitationSubject {
   email: string;
 }
 
-export type Subjects =
-  | 'Organisation'
-  | 'Team'
-  | 'Member'
-  | 'Invitation'
-  | 'Project'
-  | 'ProjectMember'
-  | 'Device'
-  | 'DeviceRequest'
-  | 'JoinKey'
-  | 'Policy'
-  | 'Activity'
-  | 'Picture'
-  | 'CloudAgentRun'
-  | 'all';
+/** A person's role in a project (spec 4.6): `personId` the member a change or departure is about. */
+export interface ProjectMemberSubject {
+  organisationId: string;
+  projectId: string;
+  personId: string;
+}
 
-export type AppAbility = MongoAbility<[Action, Subjects | ({ __caslSubjectType__?: string } & object)]>;
+/** A device code waiting for a person to approve it: which kind of device asks. */
+export interface DeviceRequestSubject {
+  organisationId: string;
+  kind: 'workbench' | 'node';
+}
+
+/** The organisation's policy (`projectId` absent) or a project's override. */
+export interface PolicySubject {
+  organisationId: string;
+  projectId?: string | undefined;
+}
+
+/** A project's pictures. */
+export interface PictureSubject {
+  organisationId: string;
+  projectId: string;
+}
+
+/** A cloud agent run: the fields its rules read; a question about registering has no id yet. */
+export interface CloudAgentRunSubject {
+  id?: string;
+  organisationId: string;
+  projectId?: string;
+  deviceId?: string;
+}
+
+/** Records inside one organisation with nothing else the rules read (devices, join keys, activity). */
+export interface InOrganisation {
+  organisationId: string;
+}
+
+/**
+ * Every subject type with the record its rules read. A question about a record names its type
+ * (`record('Project', project)`, policies/authorize.ts): the compiler checks that the record has
+ * the fields the type's rules read, so no question needs a cast.
+ */
+export interface SubjectRecords {
+  Organisation: OrganisationSubject;
+  /** A team before it exists: nothing to read. */
+  Team: Record<string, never>;
+  Member: MemberSubject;
+  Invitation: InvitationSubject;
+  Project: ProjectSubject;
+  ProjectMember: ProjectMemberSubject;
+  Device: InOrganisation;
+  DeviceRequest: DeviceRequestSubject;
+  JoinKey: InOrganisation;
+  Policy: PolicySubject;
+  Activity: InOrganisation;
+  Picture: PictureSubject;
+  CloudAgentRun: CloudAgentRunSubject;
+}
+
+/** The subject types the rules speak of. */
+export type SubjectType = keyof SubjectRecords;
+
+export type Subjects = SubjectType | 'all';
+
+/** A record tagged with its subject type (what `subject(type, record)` of @casl/ability makes). */
+export type TaggedSubject<T extends SubjectType = SubjectType> = T extends SubjectType ? SubjectRecords[T] & ForcedSubject<T> : never;
+
+/** An ability asks about a subject type (any record of it) or a tagged record. */
+export type AppAbility = MongoAbility<[Action, Subjects | TaggedSubject]>;
 
 /** What the rules know of the caller: built from the principal and stored roles, per request. */
 export interface Actor {

@@ -1,10 +1,11 @@
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { Config } from './config.js';
-import { DeviceCodeService } from './modules/devices/device-code.js';
-import { JoinKeyService } from './modules/devices/join-keys.js';
-import { DeviceStore } from './modules/devices/store.js';
-import { DeviceTokenService } from './modules/devices/tokens.js';
+import type { DeviceCodeService } from './modules/devices/device-code.js';
+import type { JoinKeyService } from './modules/devices/join-keys.js';
+import { createDevicesModule } from './modules/devices/module.js';
+import type { DeviceStore } from './modules/devices/store.js';
+import type { DeviceTokenService } from './modules/devices/tokens.js';
 import { OrganisationService } from './modules/organisation/service.js';
 import { PolicyService, type LatestNumbersCache } from './modules/policy/service.js';
 import { ProjectService } from './modules/projects/service.js';
@@ -40,8 +41,7 @@ export function buildAdminServices(deps: {
   const { config, dataSource, clock, logger } = deps;
   const organisations = new OrganisationService(dataSource, clock);
   const projects = new ProjectService(dataSource, clock);
-  // A device works only while the person who approved it is a member of its organisation.
-  const deviceTokens = new DeviceTokenService(dataSource, clock, config.devices, async (organisationId, personId) => (await organisations.roleOf(organisationId, personId)) !== undefined);
+  const devices = createDevicesModule({ dataSource, clock, organisations }, config.devices);
   return {
     config,
     logger,
@@ -49,9 +49,9 @@ export function buildAdminServices(deps: {
     organisations,
     projects,
     policies: new PolicyService(dataSource, clock, logger, projects, config.json, deps.policyLatestNumbers ? { latestNumbers: deps.policyLatestNumbers } : {}),
-    devices: new DeviceStore(dataSource),
-    deviceTokens,
-    joinKeys: new JoinKeyService(dataSource, clock, deviceTokens, organisations),
-    deviceCodes: new DeviceCodeService(dataSource, clock, config.devices, deviceTokens, organisations),
+    devices: devices.store,
+    deviceTokens: devices.tokens,
+    joinKeys: devices.joinKeys,
+    deviceCodes: devices.deviceCodes,
   };
 }

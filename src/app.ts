@@ -14,15 +14,11 @@ import { MemoryReplayCache } from '../adapters/state/memory-replay-cache.js';
 import { RedisReplayCache } from '../adapters/state/redis-replay-cache.js';
 import { RedisRateLimitStores } from '../adapters/state/redis-rate-limit.js';
 import type { DeviceTokenService } from './modules/devices/tokens.js';
-import { joinRoutes } from './modules/devices/join-routes.js';
-import { tokenRoutes } from './modules/devices/token-routes.js';
-import { deviceAdminRoutes } from './modules/devices/admin-routes.js';
-import { deviceCodeRoutes } from './modules/devices/device-code-routes.js';
-import { approvalRoutes } from './modules/devices/approval-routes.js';
-import { approvalPage } from './modules/devices/approval-page.js';
-import { WebSessions } from './modules/devices/page-session.js';
+import { devicesRoutes } from './modules/devices/module.js';
+import { approvalPage } from './web/device-approval/approval-page.js';
+import { WebSessions } from './web/device-approval/page-session.js';
 import { pageLook } from './web/device-approval/look.js';
-import { OrganisationSignIn } from './modules/devices/page-sign-in.js';
+import { OrganisationSignIn } from './web/device-approval/page-sign-in.js';
 import type { TokenResolver } from './auth/resolver.js';
 import type { Config } from './config.js';
 import { errorHandler, hoistedHeaders, inSequence, notFoundHandler, requestEdge } from './http/edge.js';
@@ -61,10 +57,10 @@ import { countingMailer, type Mailer } from './mail/mailer.js';
 import { accountRoutes } from './modules/account/routes.js';
 import { AccountService } from './modules/account/service.js';
 import type { IdentityProvider } from './modules/signin/identity-provider.js';
-import { signInRateLimits, signInRoutes } from './modules/signin/routes.js';
-import { SignInService } from './modules/signin/service.js';
+import { createSignInModule } from './modules/signin/module.js';
+import type { SignInService } from './modules/signin/service.js';
 import { ProofOfWork, type EmailStartCheck } from './modules/signin/email-start-check.js';
-import { CloudSessions } from './modules/signin/sessions.js';
+import type { CloudSessions } from './modules/signin/sessions.js';
 import type { IdentityProviderId } from './modules/signin/settings.js';
 import { TeamService } from './modules/teams/service.js';
 import { teamRateLimits, teamRoutes } from './modules/teams/routes.js';
@@ -212,20 +208,25 @@ export function buildApp(deps: AppDependencies): Platform {
   }
   // Sign-in's own settings: the providers' client secrets and the code key stay here, in the composition root.
   const { providers: _providers, codeSecret: _codeSecret, emailProofOfWorkBits: _proofOfWorkBits, ...signInSettings } = config.cloud;
-  const sessions = new CloudSessions(dataSource, clock, signInSettings);
   // Sign-in builds absolute URLs where no request is at hand: from PLATFORM_BASE_URL alone.
   const ownOrigin = serviceOrigin(config.baseUrl);
-  const signIn = new SignInService(dataSource, clock, {
-    config: signInSettings,
-    origin: ownOrigin,
-    providers,
-    organisations,
-    sessions,
-    mailer,
-    logger,
-    // Emailed codes are stored as HMACs under a key of their own, derived from AUTH_CODE_SECRET.
-    codeKey: Buffer.from(hkdfSync('sha256', config.cloud.codeSecret ?? randomBytes(32), 'emailed codes', 'platform email code v1', 32)),
-  });
+  const signInModule = createSignInModule(
+    { dataSource, clock, logger, mailer, organisations },
+    {
+      config: signInSettings,
+      origin: ownOrigin,
+      providers,
+      // Emailed codes are stored as HMACs under a key of their own, derived from AUTH_CODE_SECRET.
+      codeKey: Buffer.from(hkdfSync('sha256', config.cloud.codeSecret ?? randomBytes(32), 'emailed codes', 'platform email code v1', 32)),
+      // The check email/start asks before it mails (off by default): the deployment's own, or the built-in proof of work.
+      emailStartCheck:
+        deps.emailStartCheck ??
+        (config.cloud.emailProofOfWorkBits > 0
+          ? new ProofOfWork({ bits: config.cloud.emailProofOfWorkBits, key: Buffer.from(hkdfSync('sha256', config.cloud.codeSecret ?? randomBytes(32), 'email start proof of work', 'platform pow v1', 32)), clock, replay })
+          : undefined),
+    },
+  );
+  const { service: signIn, sessions } = signInModule;
   if (config.deployment === 'cloud') resolvers.push(new CloudSessionResolver(sessions, organisations, sessionCache));
 
   const redis = deps.redis;
@@ -265,16 +266,9 @@ export function buildApp(deps: AppDependencies): Platform {
   registry.add(...policyRoutes(policies, config.policy));
   registry.add(...ingestRoutes(new IngestService(dataSource, clock, policies, config.ingest.redactionBudgetMs, (received, stored) => metrics.ingested(received, stored)), new IngestReader(dataSource, { maxDepth: config.json.maxDepth, maxKeys: config.ingest.maxJsonKeys, maxStringLength: config.ingest.maxStringLength }), config.ingest));
   registry.add(...pictureRoutes(new PictureService(dataSource, clock), projects));
-  registry.add(...joinRoutes({ joinKeys, dpop }), ...tokenRoutes({ tokens: deviceTokens, dpop }), ...deviceAdminRoutes({ joinKeys, devices: deviceStore, tokens: deviceTokens }));
-  registry.add(...deviceCodeRoutes({ deviceCodes, dpop, config: { deployment: config.deployment } }), ...approvalRoutes(deviceCodes));
-  // The check email/start asks before it mails (off by default): the deployment's own, or the built-in proof of work.
-  const emailStartCheck =
-    deps.emailStartCheck ??
-    (config.cloud.emailProofOfWorkBits > 0
-      ? new ProofOfWork({ bits: config.cloud.emailProofOfWorkBits, key: Buffer.from(hkdfSync('sha256', config.cloud.codeSecret ?? randomBytes(32), 'email start proof of work', 'platform pow v1', 32)), clock, replay })
-      : undefined);
-  registry.add(...signInRoutes({ service: signIn, sessions, config: signInSettings, origin: ownOrigin, emailStartCheck }));
-  registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger), signIn));
+  registry.add(...devicesRoutes({ store: deviceStore, tokens: deviceTokens, joinKeys, deviceCodes }, { dpop, deployment: config.deployment }));
+  registry.add(...signInModule.routes);
+  registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger), signIn.accounts));
   const teams = new TeamService(dataSource, clock, { config: config.teams, mailer, logger });
   registry.add(...teamRoutes(teams, teamRateLimits(config.teams, signInSettings.rateLimitPerMinute)));
   registry.add(...cloudAgentRoutes(cloudAgents));
@@ -293,6 +287,7 @@ export function buildApp(deps: AppDependencies): Platform {
       method: 'get',
       path: '/openapi.json',
       operationId: 'getOpenApiDocument',
+      permission: 'public',
       summary: 'This API described as OpenAPI 3.1.0',
       tag: 'Discovery',
       extension: true,
@@ -385,7 +380,7 @@ export function buildApp(deps: AppDependencies): Platform {
       organisations,
       sessions: new WebSessions(dataSource, clock),
       signIn: config.deployment === 'self-hosted' ? new OrganisationSignIn(pageLogin, new PersonTokenResolver(verifier, organisations)) : undefined,
-      cloud: config.deployment === 'cloud' ? { signIn, codeRateLimit: signInRateLimits(signInSettings).emailVerify } : undefined,
+      cloud: config.deployment === 'cloud' ? { signIn, codeRateLimit: signInModule.rateLimits.emailVerify } : undefined,
       tenancy: tenancy(config.deployment, organisations),
       rateLimit: (rule) => rateLimits.handler(rule),
       look: pageLook(config.page),

@@ -246,7 +246,7 @@ export class ServiceProcess {
     const platform = buildApp({ config, dataSource, clock: systemClock, logger, redis });
     this.platform = platform;
     if (config.deployment === 'cloud' && cluster.isPrimary) {
-      logger.info({ mail: platform.services.mailer.description, providers: platform.services.signIn.providers().map((p) => p.id) }, 'cloud sign-in ready');
+      logger.info({ mail: platform.services.mailer.description, providers: platform.services.signIn.providerFlow.providers().map((p) => p.id) }, 'cloud sign-in ready');
       if (!config.cloud.codeSecret) logger.warn('AUTH_CODE_SECRET not set: emailed codes are keyed per process (one replica only; codes pending at a restart stop working)');
       if (!config.cloud.redirectUris.console.length && !config.cloud.redirectUris.mobile.length) {
         logger.warn('no redirect URI is registered (AUTH_CONSOLE_REDIRECT_URIS, AUTH_MOBILE_REDIRECT_URIS): only the device approval page can sign people in');

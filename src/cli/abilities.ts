@@ -1,9 +1,8 @@
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { subject as tagSubject } from '@casl/ability';
-import { defineAbilityFor, type Action, type Actor, type AppAbility } from '../../policies/index.js';
-import type { Subjects } from '../../policies/subjects.js';
+import { defineAbilityFor, permits, type Action, type Actor, type AppAbility, type SubjectRecords, type SubjectType } from '../../policies/index.js';
 import { ORGANISATION_ROLES, PROJECT_ROLES, type OrganisationRole, type ProjectRole, type TokenKind } from '../auth/principal.js';
+import type { RouteDefinition, RoutePermission } from '../http/route.js';
 
 /**
  * `npm run abilities`: who may do what, computed by asking the real CASL rules of policies/
@@ -15,11 +14,11 @@ import { ORGANISATION_ROLES, PROJECT_ROLES, type OrganisationRole, type ProjectR
 // Every action and subject the policy types name. Adding one to policies/subjects.ts fails the
 // build here until it is listed, so the matrix always covers the whole vocabulary.
 export const ACTIONS = ['read', 'create', 'update', 'delete', 'manage-members', 'approve', 'accept', 'relay'] as const satisfies readonly Action[];
-export const SUBJECTS = ['Organisation', 'Team', 'Member', 'Invitation', 'Project', 'ProjectMember', 'Device', 'DeviceRequest', 'JoinKey', 'Policy', 'Activity', 'Picture', 'CloudAgentRun'] as const satisfies readonly Exclude<Subjects, 'all'>[];
+export const SUBJECTS = ['Organisation', 'Team', 'Member', 'Invitation', 'Project', 'ProjectMember', 'Device', 'DeviceRequest', 'JoinKey', 'Policy', 'Activity', 'Picture', 'CloudAgentRun'] as const satisfies readonly SubjectType[];
 const KINDS = ['person', 'cloud-session', 'device', 'run-credential'] as const satisfies readonly TokenKind[];
 type Missing<All, Listed> = [Exclude<All, Listed>] extends [never] ? true : never;
 const everyActionListed: Missing<Action, (typeof ACTIONS)[number]> = true;
-const everySubjectListed: Missing<Exclude<Subjects, 'all'>, (typeof SUBJECTS)[number]> = true;
+const everySubjectListed: Missing<SubjectType, (typeof SUBJECTS)[number]> = true;
 const everyKindListed: Missing<TokenKind, (typeof KINDS)[number]> = true;
 void [everyActionListed, everySubjectListed, everyKindListed];
 
@@ -217,8 +216,9 @@ function checkSamplesCover(ability: AppAbility): void {
   }
 }
 
-function cellFor(ability: AppAbility, subject: string, action: Action): MatrixCell {
-  const asked = samples(subject).map((sample) => ({ ...sample, allowed: ability.can(action, tagSubject(subject, { ...sample.record }) as never) }));
+function cellFor(ability: AppAbility, subject: SubjectType, action: Action): MatrixCell {
+  // The samples are records of every shape the rules read, asked as records of this subject type.
+  const asked = samples(subject).map((sample) => ({ ...sample, allowed: permits(ability, action, subject, sample.record as SubjectRecords[SubjectType]) }));
   const inside = asked.filter((sample) => !sample.foreign);
   const allowedInside = inside.filter((sample) => sample.allowed);
   const crossesOrganisations = asked.some((sample) => sample.foreign && sample.allowed);
@@ -291,4 +291,55 @@ function runAsScript(): boolean {
   }
 }
 
-if (runAsScript()) process.stdout.write(renderAbilityMatrix(computeAbilityMatrix()));
+/** A route's permission in words: `update Policy`, `record: read Project (why)`, `authenticated (why)`, `public`. */
+export function describePermission(permission: RoutePermission): string {
+  if (permission === 'public') return 'public';
+  if (Array.isArray(permission)) return `${permission[0]} ${permission[1]}`;
+  if ('record' in permission) return `${permission.record[0]} ${permission.record[1]} on the record: ${permission.why}`;
+  return `any accepted token: ${(permission as { authenticated: string }).authenticated}`;
+}
+
+/**
+ * Every declared route, of both deployments (a route served on one only is listed once), as the
+ * app builds them: the declarations are read, nothing is served and no database is opened.
+ */
+export async function declaredRoutes(): Promise<RouteDefinition[]> {
+  const { loadConfig } = await import('../config.js');
+  const { buildApp } = await import('../app.js');
+  const { createDataSource } = await import('../db/data-source.js');
+  const { createLogger } = await import('../logger.js');
+  const { ManualClock } = await import('../util/clock.js');
+  const routes = new Map<string, RouteDefinition>();
+  const deployments = [{ PLATFORM_DEPLOYMENT: 'self-hosted' }, { PLATFORM_DEPLOYMENT: 'cloud', PLATFORM_BASE_URL: 'https://platform.invalid', AUTH_CONSOLE_REDIRECT_URIS: 'https://console.invalid/cb' }];
+  for (const env of deployments) {
+    const config = loadConfig({ ...env, DATABASE_URL: 'sqlite::memory:', LOG_LEVEL: 'silent' });
+    const platform = buildApp({ config, dataSource: createDataSource(config.database), clock: new ManualClock(Date.now()), logger: createLogger('silent') });
+    for (const route of platform.registry.routes) if (!routes.has(route.operationId)) routes.set(route.operationId, route);
+  }
+  return [...routes.values()];
+}
+
+/** What each route requires, by operation id: the list a reviewer reads beside the matrix. */
+export function renderRoutePermissions(routes: readonly RouteDefinition[]): string {
+  const escape = (text: string) => text.replace(/\|/g, '\\|');
+  const lines = [
+    '# What each route requires',
+    '',
+    'Declared on each route (`permission`, src/http/route.ts). `action Subject`: the request chain asks the caller\'s ability',
+    'above before the handler (403 `forbidden`), and the handler asks about the record it loads; "on the record": only the',
+    'handler or service can ask, about the loaded record (why given); "any accepted token": no rule applies (why given).',
+    '',
+    '| Operation | Method | Path | Tokens | Permission |',
+    '|---|---|---|---|---|',
+    ...[...routes]
+      .sort((a, b) => a.operationId.localeCompare(b.operationId))
+      .map((route) => `| ${route.operationId} | ${route.method.toUpperCase()} | ${escape(route.path)} | ${route.auth === 'public' ? 'none' : route.auth.join(', ')} | ${escape(describePermission(route.permission))} |`),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+if (runAsScript()) {
+  const text = `${renderAbilityMatrix(computeAbilityMatrix())}\n${renderRoutePermissions(await declaredRoutes())}`;
+  // Building the app's declarations leaves timers behind; nothing else is running.
+  process.stdout.write(text, () => process.exit(0));
+}

@@ -1,5 +1,4 @@
-import { defineAbilityFor } from '../../policies/index.js';
-import { subject } from '@casl/ability';
+import { defineAbilityFor, permits } from '../../policies/index.js';
 import { audit, CLI_ACTOR } from '../audit.js';
 import type { DeviceKind } from '../modules/devices/entities.js';
 import { deviceBody, joinKeyBody } from '../modules/devices/views.js';
@@ -13,12 +12,19 @@ import { actingPerson, organisationByIdOrHost, type ActingPerson } from './peopl
  * (src/modules/devices/admin-routes.ts, approval-routes.ts): the same rules, the same audit lines.
  * Revoking goes through `DeviceTokenService.revokeDevice` and `JoinKeyService.revoke`, as the API's
  * `DELETE` routes do.
+ *
+ * Authorization here is outside the route layer on purpose: whoever runs `platform` holds the
+ * database and its configuration (the operator, audited as `{ kind: 'cli' }`), so no rule of
+ * policies/ could refuse them anything, and none is asked for what they do themselves (listing,
+ * revoking, denying as operator). When a command acts for a person (`--as`, who is recorded as
+ * the key's creator and the approver of what it enrols), the rules are asked about that real
+ * person, with their stored role, exactly as the API's route asks about its caller.
  */
 
 /** Whether a person may create join keys: the rule of policies/ the API's route asks. */
 function mayCreateJoinKeys(person: ActingPerson, organisationId: string): boolean {
   const ability = defineAbilityFor({ kind: 'person', organisationId, personId: person.id, role: person.role, projectRoles: new Map() });
-  return ability.can('create', subject('JoinKey', { organisationId }) as never);
+  return permits(ability, 'create', 'JoinKey', { organisationId });
 }
 
 /**

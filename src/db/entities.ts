@@ -7,7 +7,7 @@ import {
 } from '../modules/organisation/entities.js';
 import { ProjectEntity, ProjectMemberEntity } from '../modules/projects/entities.js';
 import { DeviceAuthorizationEntity, DeviceEntity, DeviceTokenEntity, JoinKeyEntity } from '../modules/devices/entities.js';
-import { WebSessionEntity } from '../modules/devices/page-session.js';
+import { WebSessionEntity } from '../web/device-approval/page-session.js';
 import { PolicyRevisionEntity } from '../modules/policy/entities.js';
 import { SIGN_IN_ENTITIES } from '../modules/signin/entities.js';
 import { InvitationEntity } from '../modules/teams/entities.js';

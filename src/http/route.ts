@@ -2,11 +2,12 @@ import type { NextFunction, Request, RequestHandler, Response, Router } from 'ex
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { FromSchema } from 'json-schema-to-ts';
 import { match, type MatchFunction } from 'path-to-regexp';
+import { abilityOf, type Action, type SubjectType } from '../../policies/index.js';
 import type { Principal, TokenKind } from '../auth/principal.js';
 import type { Deployment } from '../config.js';
 import type { OrganisationRecord } from '../modules/organisation/entities.js';
 import { isErrorCode, type ErrorCode } from '../error-codes.js';
-import { ApiError, invalidRequest, methodNotAllowed, payloadTooLarge, unsupportedMediaType } from '../errors.js';
+import { ApiError, forbidden, invalidRequest, methodNotAllowed, payloadTooLarge, unsupportedMediaType } from '../errors.js';
 import { sendJson, sendSerialisedJson } from './errors.js';
 import { inSequence } from './edge.js';
 import { boundedBody, type JsonLimits } from './json-bounds.js';
@@ -49,13 +50,46 @@ type Typed<S, K extends keyof RouteSchemas> = S extends { [key in K]: infer X }
     : never
   : undefined;
 
-export interface HandlerInput<S extends RouteSchemas> {
+/** Who may call a route: token kinds, or 'public'. */
+export type RouteAuth = readonly TokenKind[] | 'public';
+
+/**
+ * The principal a route's handler receives: none on a public route, one that exists on a route
+ * that authenticates (the chain refuses with 401 before the handler otherwise), and perhaps none
+ * where a token is optional (`authOptional`).
+ */
+export type PrincipalOf<A extends RouteAuth, O extends true | undefined> = A extends 'public' ? undefined : O extends true ? Principal | undefined : Principal;
+
+/** An action on a subject type of the rules in policies/ (policies/subjects.ts). */
+export type Permission = readonly [Action, SubjectType];
+
+/**
+ * What a route requires of its caller, declared on every route (a reviewer reads them all in
+ * `npm run abilities`; test/http/route-permissions.test.ts fails for a route without one):
+ * - `'public'`: no token (the route's `auth` is 'public'): sign-in, discovery, health, the
+ *   device-code flow's own endpoints; whatever they check is their protocol's.
+ * - `[action, subject]`: the request chain asks the caller's ability (policies/, the rules of the
+ *   principal as authentication found it) whether it may `action` on any `subject` at all, after
+ *   authentication and validation and before the handler: refused, 403 `forbidden`. The handler
+ *   then asks about the record it loads (this project, this member: policies/authorize.ts) where
+ *   the rules have conditions.
+ * - `{ record: [action, subject], why }`: the rules need what the token does not carry (the
+ *   caller's project roles, their role in the team the path names, the addresses their sign-in
+ *   methods vouch for), so only the handler or service can ask, about the loaded record, with
+ *   the answer the route gives (a project the caller may not see is 404). `why` says so.
+ * - `{ authenticated: why }`: any token the route accepts may call it, and no rule of policies/
+ *   applies (one's own account or session, a device's own uploads or channel). `why` says why.
+ */
+export type RoutePermission = 'public' | Permission | { readonly record: Permission; readonly why: string } | { readonly authenticated: string };
+
+export interface HandlerInput<S extends RouteSchemas, P extends Principal | undefined = Principal | undefined> {
   params: Typed<S, 'params'>;
   query: Typed<S, 'query'>;
   body: Typed<S, 'body'>;
   /** The organisation the request is for; set when the route is a tenant route. */
   tenant: OrganisationRecord | undefined;
-  principal: Principal | undefined;
+  /** Who calls: always there on a route that authenticates (see PrincipalOf). */
+  principal: P;
   req: Request;
   res: Response;
 }
@@ -69,8 +103,8 @@ export interface Reply {
   serialised?: Buffer;
 }
 
-/** Where a route sits in the request path; see DESIGN.md "The way a request travels". */
-export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
+/** Where a route sits in the request path; see docs/contributing/architecture.md "The request path". */
+export interface RouteDefinition<S extends RouteSchemas = RouteSchemas, A extends RouteAuth = RouteAuth, O extends true | undefined = true | undefined> {
   method: HttpMethod;
   /** OpenAPI-style path: `/projects/v1/{id}`. */
   path: string;
@@ -85,14 +119,16 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
   /** Resolve the organisation before anything else (self-hosted: from the host name). */
   tenant: boolean;
   /** Token kinds accepted, or 'public'. */
-  auth: readonly TokenKind[] | 'public';
+  auth: A;
+  /** What the caller must be allowed (see RoutePermission): 'public' exactly when `auth` is. */
+  permission: A extends 'public' ? 'public' : Exclude<RoutePermission, 'public'>;
   /**
    * A request without an `Authorization` header passes authentication with no principal (the
    * handler decides what that allows); one that sends a token must send an accepted, valid one
    * (401 otherwise). The token endpoint uses it: a link flow's code is exchanged with the
    * session's access token, any other code without one.
    */
-  authOptional?: true;
+  authOptional?: O;
   /**
    * `false`: the handler never reads or writes the database. The route then answers 503
    * `unavailable` for a database outage only where the edge reads it on the way (the tenant by
@@ -148,7 +184,7 @@ export interface RouteDefinition<S extends RouteSchemas = RouteSchemas> {
   /** Answers: every success status with its schema; error statuses only to describe them better
    * (their codes go in `errors`). */
   responses: Record<number, ResponseSpec>;
-  handler: (input: HandlerInput<S>) => Promise<Reply | undefined> | Reply | undefined;
+  handler: (input: HandlerInput<S, PrincipalOf<A, O>>) => Promise<Reply | undefined> | Reply | undefined;
 }
 
 export interface ProtocolErrors {
@@ -158,8 +194,29 @@ export interface ProtocolErrors {
   codes: Readonly<Partial<Record<number, readonly number[]>>>;
 }
 
-export function defineRoute<const S extends RouteSchemas>(route: RouteDefinition<S>): RouteDefinition {
+export function defineRoute<const S extends RouteSchemas, const A extends RouteAuth, O extends true | undefined = undefined>(route: RouteDefinition<S, A, O>): RouteDefinition {
   return route as unknown as RouteDefinition;
+}
+
+/** The question the request chain asks of the caller's ability, when the route declares one. */
+export function chainPermission(route: RouteDefinition): Permission | undefined {
+  return Array.isArray(route.permission) ? (route.permission as Permission) : undefined;
+}
+
+/** Refuses a permission that does not fit the route's authentication. */
+function checkPermission(route: RouteDefinition): void {
+  const permission = route.permission as RoutePermission | undefined;
+  if (permission === undefined) throw new Error(`${route.operationId} declares no permission (public, [action, subject], { record, why } or { authenticated })`);
+  if ((permission === 'public') !== (route.auth === 'public')) {
+    throw new Error(`${route.operationId}: permission 'public' goes with auth 'public', and only with it`);
+  }
+  // The chain asks the principal's ability: there must be one.
+  if (chainPermission(route) && route.authOptional) throw new Error(`${route.operationId} may be called without a token: the chain has no ability to ask`);
+  if (permission !== 'public' && !chainPermission(route)) {
+    const { why, authenticated } = permission as { why?: unknown; authenticated?: unknown };
+    const reason = 'record' in permission ? why : authenticated;
+    if (typeof reason !== 'string' || !reason.trim()) throw new Error(`${route.operationId}: say why the chain does not check the permission`);
+  }
 }
 
 /** A method `path` does not serve, declared so that the OpenAPI document says it answers 405. */
@@ -170,6 +227,7 @@ export function refusedMethod(route: { method: HttpMethod; path: string; operati
     tenant: false,
     database: false,
     auth: 'public',
+    permission: 'public',
     schemas: {},
     responses: { 405: { description: 'Not served: `Allow` names the methods the path serves.' } },
     handler: () => {
@@ -400,6 +458,7 @@ export class RouteRegistry {
         throw new Error(`${route.operationId} accepts device tokens but names no deviceScope`);
       }
       checkErrors(route);
+      checkPermission(route);
       this.routes.push(route);
       this.matchers.push({ method: route.method, match: match(expressPath(route.path), { decode: false }), route });
     }
@@ -513,6 +572,8 @@ export class RouteRegistry {
     const query = validator('query', route.schemas.query);
     const body = validator('body', route.schemas.body);
     const mediaTypes = route.mediaTypes ?? DEFAULT_MEDIA_TYPES;
+    const authenticates = route.auth !== 'public' && !route.authOptional;
+    const permission = chainPermission(route);
     return async (req: Request, res: Response, next: NextFunction) => {
       try {
         if (hasBody(req) && !req.is(mediaTypes as string[])) throw unsupportedMediaType(mediaTypes);
@@ -529,6 +590,13 @@ export class RouteRegistry {
           req,
           res,
         } as HandlerInput<RouteSchemas>;
+        // Authentication ran before (its layer answers 401 without a principal); never call a
+        // handler that was promised one without it.
+        if (authenticates && input.principal === undefined) throw new Error(`${route.operationId}: no principal after authentication`);
+        // The route's permission, after validation (a malformed request is 400 whoever sends it,
+        // as before) and before the handler: the caller's ability must allow the action on the
+        // subject type at all. Records are the handler's to ask about (policies/authorize.ts).
+        if (permission && !(input.principal && abilityOf(input.principal).can(permission[0], permission[1]))) throw forbidden();
         const reply = await route.handler(input);
         if (!reply || res.headersSent) return;
         if (reply.headers) res.set(reply.headers);

@@ -132,7 +132,7 @@ export async function seedPlatform(request: SeedRequest): Promise<Seeded> {
 export async function seedCloud(env: Record<string, string>): Promise<{ accessToken: string; organisationId: string }> {
   return withSeedingPlatform(env, async (platform, dataSource) => {
     const email = 'bench@example.test';
-    const { personId, methodId } = await platform.services.signIn.resolvePerson('email', { subject: email, email, emailVerified: true, name: 'Bench person' });
+    const { personId, methodId } = await platform.services.signIn.accounts.resolvePerson('email', { subject: email, email, emailVerified: true, name: 'Bench person' });
     const team = await platform.services.organisations.create({ name: 'Bench team', kind: 'team' });
     await platform.services.organisations.setRole(team.id, personId, 'owner');
     const tokens = await dataSource.transaction((manager) => platform.services.sessions.start(manager, { id: newId('ses'), personId, client: 'console', signInMethodId: methodId }));

@@ -13,7 +13,7 @@ export const LOG_BUDGET_MS = 60;
 export const INGEST_BUDGET_MS = 100;
 /** SVG checking: about 200 ms for a 2 MB picture (issue 23). */
 export const SVG_BUDGET_MS = 200;
-/** No request may hold the event loop longer than this (docs: DESIGN, "Bounded work"). */
+/** No request may hold the event loop longer than this (docs/contributing/architecture.md "Bounded work"). */
 export const STALL_LIMIT_MS = 250;
 
 /** What the requests are sent to: a self-hosted organisation and a workbench of it. */

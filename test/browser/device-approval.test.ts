@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jes
 import type { Page } from 'playwright-core';
 import { audit } from '../support/axe.js';
 import { browsers } from '../support/browser.js';
+import { askForCode } from '../support/devices.js';
 import { createOrganisation, serverOf, startPlatform, type TestPlatform } from '../support/platform.js';
 import { TestIdentityProvider } from '../support/idp.js';
 
@@ -47,24 +48,9 @@ afterAll(async () => {
 const { open: newBrowser, closeAll } = browsers(() => origin);
 afterEach(() => closeAll());
 
-interface AskedCode {
-  device_code: string;
-  user_code: string;
-  verification_uri: string;
-  verification_uri_complete: string;
-  interval: number;
-}
-
-/** The device: asks for a code over HTTP, as a workbench does (from another network with `from`). */
-async function askForCode(name: string, from?: string): Promise<AskedCode> {
-  const res = await fetch(`${origin}/relay/v1/device/code`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'user-agent': 'workbench/2.0 (browser suite)', ...(from ? { 'x-forwarded-for': from } : {}) },
-    body: JSON.stringify({ workspaceId: 'ws-browser', name }),
-  });
-  expect(res.status).toBe(200);
-  return (await res.json()) as AskedCode;
-}
+/** The device: asks for a code, as a workbench does (from another network with `from`). */
+const codeFor = (name: string, from?: string) =>
+  askForCode(platform, { host: new URL(origin).host, ...(from ? { from } : {}), headers: { 'user-agent': 'workbench/2.0 (browser suite)' }, body: { workspaceId: 'ws-browser', name } });
 
 async function poll(deviceCode: string): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(`${origin}/relay/v1/device/token`, {
@@ -86,7 +72,7 @@ async function signInAtProvider(page: Page, login: string): Promise<void> {
 
 describe('approving a device in the browser', () => {
   it('from verification_uri_complete: sign in at the provider, see the device, approve; the next poll gets the tokens', async () => {
-    const asked = await askForCode('Olga\'s <b>workstation</b>');
+    const asked = await codeFor('Olga\'s <b>workstation</b>');
     expect(asked.verification_uri).toBe(`${origin}/device`);
     expect((await poll(asked.device_code)).body.error).toBe('authorization_pending');
 
@@ -132,7 +118,7 @@ describe('approving a device in the browser', () => {
   });
 
   it('from verification_uri: type the code, sign in, deny; the next poll is refused', async () => {
-    const asked = await askForCode('Unexpected machine');
+    const asked = await codeFor('Unexpected machine');
     const { page, errors } = await newBrowser();
     await page.goto(asked.verification_uri);
     await expect(page.locator('h1').textContent()).resolves.toBe('Connect a device');
@@ -162,7 +148,7 @@ describe('approving a device in the browser', () => {
   });
 
   it('shows a code opened by someone else as taken, without its details', async () => {
-    const asked = await askForCode('Contested box');
+    const asked = await codeFor('Contested box');
     const first = await newBrowser();
     await first.page.goto(asked.verification_uri_complete);
     await first.page.click('button:has-text("Sign in")');
@@ -222,7 +208,7 @@ describe('the page in every state', () => {
     await expect(page.locator('#user_code').getAttribute('aria-invalid')).resolves.toBe('true');
     await check('entry-error');
 
-    const asked = await askForCode('Olga\'s laptop');
+    const asked = await codeFor('Olga\'s laptop');
     await page.goto(asked.verification_uri_complete);
     await check('sign-in');
     await page.click('button:has-text("Sign in")');
@@ -233,7 +219,7 @@ describe('the page in every state', () => {
     await expect(h1(page)).resolves.toBe('Device approved');
     await check('approved');
 
-    const far = await askForCode('Build box', '198.51.100.7');
+    const far = await codeFor('Build box', '198.51.100.7');
     await page.goto(`${origin}/device?user_code=${far.user_code}`);
     await expect(page.locator('#other-network').textContent()).resolves.toContain('This request comes from another network than yours.');
     await check('request-other-network');
@@ -249,7 +235,7 @@ describe('the page in every state', () => {
     await expect(h1(page)).resolves.toBe('No request has this code');
     await check('unknown');
 
-    const old = await askForCode('Old box');
+    const old = await codeFor('Old box');
     platform.clock.advance(601_000);
     try {
       await page.goto(`${origin}/device?user_code=${old.user_code}`);
@@ -260,7 +246,7 @@ describe('the page in every state', () => {
     }
 
     // The session runs out while a request is open: signing in again continues with the code.
-    const late = await askForCode('Late box');
+    const late = await codeFor('Late box');
     await page.goto(`${origin}/device?user_code=${late.user_code}`);
     platform.clock.advance(901_000);
     try {
@@ -290,7 +276,7 @@ describe('the page in every state', () => {
 
 describe('with the keyboard only', () => {
   it('types the code, signs in, and approves without a pointer; the focus is always visible', async () => {
-    const asked = await askForCode('Keyboard box');
+    const asked = await codeFor('Keyboard box');
     const { page, errors } = await newBrowser();
     await page.goto(`${origin}/device`);
     // The one field of the step has the focus: type, then Enter.
@@ -320,7 +306,7 @@ describe('with the keyboard only', () => {
 describe('reload and Back', () => {
   it('never post again after approve, deny or sign-out: each shows the state it left', async () => {
     const { page, errors } = await newBrowser();
-    const first = await askForCode('Reloaded box');
+    const first = await codeFor('Reloaded box');
     await page.goto(first.verification_uri_complete);
     await page.click('button:has-text("Sign in")');
     await signInAtProvider(page, 'mia');
@@ -334,7 +320,7 @@ describe('reload and Back', () => {
     await page.goForward();
     await expect(h1(page)).resolves.toBe('Device approved');
 
-    const second = await askForCode('Denied box');
+    const second = await codeFor('Denied box');
     await page.goto(`${origin}/device?user_code=${second.user_code}`);
     await submit(page, 'button[value="deny"]');
     await page.reload();

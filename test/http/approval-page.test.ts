@@ -1,11 +1,13 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request, { type Response } from 'supertest';
-import { call, createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
+import { CookieJar, PageBrowser } from '../support/cookie-jar.js';
+import { askForCode, pollForTokens, type AskedCode } from '../support/devices.js';
+import { createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
 import { TestIdentityProvider } from '../support/idp.js';
 import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { DeviceAuthorizationEntity } from '../../src/modules/devices/entities.js';
-import { WebSessionEntity } from '../../src/modules/devices/page-session.js';
+import { WebSessionEntity } from '../../src/web/device-approval/page-session.js';
 import { MembershipEntity, PersonIdentityEntity } from '../../src/modules/organisation/entities.js';
 import { hashSecret } from '../../src/util/secrets.js';
 
@@ -50,64 +52,36 @@ afterAll(async () => {
 
 // Helpers ------------------------------------------------------------------------------------
 
-interface Browser {
-  /** The platform's cookie, `name=value`, as the browser would send it. */
-  cookie: string | undefined;
-  host: string;
-}
+type Browser = PageBrowser;
 
-const newBrowser = (host = HOST): Browser => ({ cookie: undefined, host });
+const newBrowser = (host = HOST): Browser => new PageBrowser(platform.app, host);
+/** The page session's secret in a browser's cookie, if it holds one. */
+const sessionOf = (browser: Browser) => browser.cookies.get('platform_device');
+/** A browser at `host` that holds the session cookie `secret` (a copied or stolen cookie). */
+const holding = (secret: string | undefined, host = HOST): Browser => new PageBrowser(platform.app, host, new CookieJar().store(secret ? `platform_device=${secret}` : undefined));
 
-function remember(browser: Browser, res: Response): void {
-  const set = ([] as string[]).concat(res.headers['set-cookie'] ?? []);
-  for (const line of set) {
-    const pair = line.split(';')[0]!;
-    const value = pair.slice(pair.indexOf('=') + 1);
-    browser.cookie = value === '' ? undefined : pair;
-    if (value) secrets.push(value);
-  }
-}
-
-async function get(browser: Browser, path: string, headers: Record<string, string> = {}): Promise<Response> {
-  let test = request(platform.app).get(path).set('Host', browser.host);
-  if (browser.cookie) test = test.set('Cookie', browser.cookie);
-  for (const [name, value] of Object.entries(headers)) test = test.set(name, value);
-  const res = await test;
-  remember(browser, res);
+function remember(browser: Browser, res: Response): Response {
+  secrets.push(...browser.cookies.values());
   return res;
 }
 
-async function post(browser: Browser, path: string, form: Record<string, string>, headers: Record<string, string> = { Origin: `http://${browser.host}` }): Promise<Response> {
-  let test = request(platform.app).post(path).set('Host', browser.host).type('form');
-  if (browser.cookie) test = test.set('Cookie', browser.cookie);
-  for (const [name, value] of Object.entries(headers)) test = test.set(name, value);
-  const res = await test.send(form);
-  remember(browser, res);
-  return res;
-}
+const get = async (browser: Browser, path: string, headers: Record<string, string> = {}) => remember(browser, await browser.get(path, headers));
 
-interface AskedCode {
-  device_code: string;
-  user_code: string;
-  verification_uri: string;
-  verification_uri_complete: string;
-}
+const post = async (browser: Browser, path: string, form: Record<string, string>, headers: Record<string, string> = { Origin: `http://${browser.host}` }) =>
+  remember(browser, await browser.post(path, form, headers));
 
-async function askForCode(body: Record<string, unknown> = {}, options: { host?: string; userAgent?: string; address?: string } = {}): Promise<AskedCode> {
-  const res = await call(platform, 'post', '/relay/v1/device/code', {
+async function codeFor(body: Record<string, unknown> = {}, options: { host?: string; userAgent?: string; address?: string } = {}): Promise<AskedCode> {
+  const asked = await askForCode(platform, {
     host: options.host ?? HOST,
-    headers: { 'User-Agent': options.userAgent ?? 'workbench/1.4 (linux)', ...(options.address ? { 'X-Forwarded-For': options.address } : {}) },
+    ...(options.address ? { from: options.address } : {}),
+    headers: { 'User-Agent': options.userAgent ?? 'workbench/1.4 (linux)' },
     body: { workspaceId: 'ws-main', name: 'Build box', ...body },
   });
-  expect(res.status).toBe(200);
-  const asked = res.body as AskedCode;
   secrets.push(asked.device_code, asked.user_code, asked.user_code.replace('-', ''));
   return asked;
 }
 
-async function poll(deviceCode: string, host = HOST): Promise<Response> {
-  return call(platform, 'post', '/relay/v1/device/token', { host, body: { device_code: deviceCode } });
-}
+const poll = (deviceCode: string, host = HOST) => pollForTokens(platform, deviceCode, { host });
 
 /** "Sign in" on the page, through the provider's pages, back to the callback; answers where the callback sent the browser. */
 async function signIn(browser: Browser, login: string, userCode?: string, provider = idp): Promise<Response> {
@@ -185,7 +159,7 @@ describe('the page itself', () => {
   });
 
   it('offers sign-in for a code without looking the code up, and lets the form go to the provider only', async () => {
-    const asked = await askForCode();
+    const asked = await codeFor();
     const res = await get(newBrowser(), `/device?user_code=${asked.user_code}`);
     expectPage(res, 200, /Sign in to connect a device/);
     expect(res.text).toContain(asked.user_code);
@@ -212,7 +186,7 @@ describe('the page itself', () => {
 describe('starting sign-in', () => {
   it('sends the browser to the provider with PKCE S256, state and nonce, and keeps the rest server-side', async () => {
     const browser = newBrowser();
-    const asked = await askForCode();
+    const asked = await codeFor();
     const res = await post(browser, '/device/sign-in', { user_code: asked.user_code });
     expect(res.status).toBe(303);
     const target = new URL(res.headers.location!);
@@ -234,7 +208,7 @@ describe('starting sign-in', () => {
 
     const cookie = ([] as string[]).concat(res.headers['set-cookie'] ?? [])[0]!;
     expect(cookie).toMatch(/^platform_device=platform_ws_[A-Za-z0-9_-]{43}; Path=\/; Max-Age=4200; HttpOnly; SameSite=Lax$/);
-    const secret = browser.cookie!.split('=')[1]!;
+    const secret = sessionOf(browser)!;
     const rows = await platform.dataSource.getRepository(WebSessionEntity).findBy({ idHash: hashSecret(secret) });
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ stage: 'signing_in', organisationId: organisation.id, stateHash: hashSecret(query.state!) });
@@ -280,10 +254,10 @@ describe('starting sign-in', () => {
 
 describe('the provider\'s answer', () => {
   it('signs the person in through the person-token rules, with a new session id, and returns to the code', async () => {
-    const asked = await askForCode({ name: 'Olga\'s laptop' });
+    const asked = await codeFor({ name: 'Olga\'s laptop' });
     const browser = newBrowser();
     const start = await post(browser, '/device/sign-in', { user_code: asked.user_code });
-    const signingIn = browser.cookie!;
+    const signingIn = sessionOf(browser)!;
     const back = await idp.authorize(start.headers.location!, 'olga');
     expect(`${back.origin}${back.pathname}`).toBe(`${ORIGIN}/device/callback`);
     secrets.push(back.searchParams.get('code')!);
@@ -291,14 +265,14 @@ describe('the provider\'s answer', () => {
     const res = await get(browser, `${back.pathname}${back.search}`);
     expect(res.status).toBe(303);
     expect(res.headers.location).toBe('/device');
-    expect(browser.cookie).toBeDefined();
-    expect(browser.cookie).not.toBe(signingIn);
+    expect(sessionOf(browser)).toBeDefined();
+    expect(sessionOf(browser)).not.toBe(signingIn);
     expect(([] as string[]).concat(res.headers['set-cookie'] ?? []).at(-1)).toMatch(/; Max-Age=4500; HttpOnly; SameSite=Lax$/);
 
     // The person exists as a person token would have made them, with the role claim's role.
     const identity = await platform.dataSource.getRepository(PersonIdentityEntity).findOneByOrFail({ issuer: idp.issuer, subject: 'olga' });
     expect(await platform.dataSource.getRepository(MembershipEntity).findOneByOrFail({ organisationId: organisation.id, personId: identity.personId })).toMatchObject({ role: 'owner' });
-    const session = await platform.dataSource.getRepository(WebSessionEntity).findOneByOrFail({ idHash: hashSecret(browser.cookie!.split('=')[1]!) });
+    const session = await platform.dataSource.getRepository(WebSessionEntity).findOneByOrFail({ idHash: hashSecret(sessionOf(browser)!) });
     expect(session).toMatchObject({ stage: 'signed_in', personId: identity.personId, stateHash: null });
 
     // The code came along in the session, not in the address.
@@ -312,9 +286,9 @@ describe('the provider\'s answer', () => {
     const browser = newBrowser();
     const start = await post(browser, '/device/sign-in', {});
     const back = await idp.authorize(start.headers.location!, 'olga');
-    const signingIn = browser.cookie;
+    const signingIn = sessionOf(browser);
     expect((await get(browser, `${back.pathname}${back.search}`)).status).toBe(303);
-    const replay = await get({ cookie: signingIn, host: HOST }, `${back.pathname}${back.search}`);
+    const replay = await get(holding(signingIn), `${back.pathname}${back.search}`);
     expectPage(replay, 400, /Sign-in could not be completed/);
   });
 
@@ -328,18 +302,18 @@ describe('the provider\'s answer', () => {
       const attack = new URL(back.href);
       attack.searchParams.set('state', forged);
       attack.searchParams.set('code', 'attacker-code');
-      expectPage(await get({ ...browser }, `${attack.pathname}${attack.search}`), 400, /Sign-in could not be completed/);
+      expectPage(await get(browser.copy(), `${attack.pathname}${attack.search}`), 400, /Sign-in could not be completed/);
     }
     const pending = await platform.dataSource.getRepository(WebSessionEntity).findBy({ stage: 'signing_in', stateHash: hashSecret(state) });
     expect(pending).toHaveLength(1);
-    const signingIn = browser.cookie;
+    const signingIn = sessionOf(browser);
     const genuine = await get(browser, `${back.pathname}${back.search}`);
     expect(genuine.status).toBe(303);
     expect(genuine.headers.location).toBe('/device');
     expectPage(await get(browser, '/device'), 200, /Connect a device/);
     expect((await get(browser, '/device')).text).toContain('Signed in as');
     // Spent: the same answer again is refused.
-    expectPage(await get({ cookie: signingIn, host: HOST }, `${back.pathname}${back.search}`), 400, /Sign-in could not be completed/);
+    expectPage(await get(holding(signingIn), `${back.pathname}${back.search}`), 400, /Sign-in could not be completed/);
   });
 
   it('refuses an answer arriving in another browser (login CSRF)', async () => {
@@ -348,7 +322,7 @@ describe('the provider\'s answer', () => {
     const back = await idp.authorize(start.headers.location!, 'max');
     const victim = newBrowser();
     expectPage(await get(victim, `${back.pathname}${back.search}`), 400, /Sign-in could not be completed/);
-    expect(victim.cookie).toBeUndefined();
+    expect(sessionOf(victim)).toBeUndefined();
     const other = newBrowser();
     await post(other, '/device/sign-in', {});
     expectPage(await get(other, `${back.pathname}${back.search}`), 400, /Sign-in could not be completed/);
@@ -374,7 +348,7 @@ describe('the provider\'s answer', () => {
     const res = await get(browser, `${back.pathname}${back.search}`);
     expectPage(res, 403, /Sign-in failed/);
     expect(res.text).toContain('cancelled or refused at your identity provider');
-    expect(browser.cookie).toBeUndefined();
+    expect(sessionOf(browser)).toBeUndefined();
   });
 
   it('refuses a code that was tampered with at the provider\'s exchange', async () => {
@@ -384,24 +358,24 @@ describe('the provider\'s answer', () => {
     back.searchParams.set('code', `${back.searchParams.get('code')}x`);
     const res = await get(browser, `${back.pathname}${back.search}`);
     expectPage(res, 400, /Sign-in failed/);
-    expect(browser.cookie).toBeUndefined();
+    expect(sessionOf(browser)).toBeUndefined();
   });
 
   it("signs in only at the organisation of the host: another organisation's sign-in does not carry over", async () => {
     const browser = newBrowser(partnerHost);
     expect((await signIn(browser, 'olga', undefined, partnerIdp)).status).toBe(303);
-    const row = await platform.dataSource.getRepository(WebSessionEntity).findOneByOrFail({ idHash: hashSecret(browser.cookie!.split('=')[1]!) });
+    const row = await platform.dataSource.getRepository(WebSessionEntity).findOneByOrFail({ idHash: hashSecret(sessionOf(browser)!) });
     expect(row.organisationId).toBe(partner.id);
     expectPage(await get(browser, '/device'), 200, /Connect a device/);
     // The partner session's cookie means nothing at Acme's host.
-    const res = await get({ cookie: browser.cookie, host: HOST }, '/device?user_code=BCDF-GHJK');
+    const res = await get(browser.copy(HOST), '/device?user_code=BCDF-GHJK');
     expectPage(res, 200, /Sign in to connect a device/);
   });
 });
 
 describe('the device page', () => {
   it('shows what is asking to join, every value escaped', async () => {
-    const asked = await askForCode(
+    const asked = await codeFor(
       { name: '<script>alert("name")</script>', workspaceId: '<img src=x onerror=alert(1)>', dpop_jkt: 'A'.repeat(43) },
       { userAgent: '"><svg onload=alert(2)>' },
     );
@@ -433,7 +407,7 @@ describe('the device page', () => {
   });
 
   it('claims the code: another person of the organisation only learns that it is taken', async () => {
-    const asked = await askForCode({ name: 'Claimed box' });
+    const asked = await codeFor({ name: 'Claimed box' });
     const first = newBrowser();
     await signIn(first, 'mia', asked.user_code);
     expect((await get(first, '/device')).status).toBe(200);
@@ -449,14 +423,14 @@ describe('the device page', () => {
 
   it.each([
     ['unknown', 404, /No request has this code/, async () => 'BCDF-GHJK'],
-    ["another organisation's (as unknown)", 404, /No request has this code/, async () => (await askForCode({ name: 'Partner box' }, { host: partnerHost })).user_code],
+    ["another organisation's (as unknown)", 404, /No request has this code/, async () => (await codeFor({ name: 'Partner box' }, { host: partnerHost })).user_code],
     ['expired', 410, /This code has expired/, async () => {
-      const asked = await askForCode({ name: 'Old box' });
+      const asked = await codeFor({ name: 'Old box' });
       platform.clock.advance(601_000);
       return asked.user_code;
     }],
     ['approved by another person', 409, /Already approved/, async () => {
-      const asked = await askForCode({ name: 'Decided box' });
+      const asked = await codeFor({ name: 'Decided box' });
       const other = newBrowser();
       await signIn(other, 'max', asked.user_code);
       const page = await get(other, '/device');
@@ -464,7 +438,7 @@ describe('the device page', () => {
       return asked.user_code;
     }],
     ['denied by another person', 409, /Already denied/, async () => {
-      const asked = await askForCode({ name: 'Decided box' });
+      const asked = await codeFor({ name: 'Decided box' });
       const other = newBrowser();
       await signIn(other, 'max', asked.user_code);
       const page = await get(other, '/device');
@@ -489,7 +463,7 @@ describe('the device page', () => {
   });
 
   it('refuses a node to a member before claiming it, so an owner can still approve it', async () => {
-    const asked = await askForCode({ name: 'Rack node', kind: 'node' });
+    const asked = await codeFor({ name: 'Rack node', kind: 'node' });
     const member = newBrowser();
     await signIn(member, 'mia', asked.user_code);
     const res = await get(member, '/device');
@@ -506,7 +480,7 @@ describe('the device page', () => {
 
 describe('deciding', () => {
   async function openDevice(login: string, body: Record<string, unknown> = {}) {
-    const asked = await askForCode(body);
+    const asked = await codeFor(body);
     const browser = newBrowser();
     await signIn(browser, login, asked.user_code);
     const page = await get(browser, '/device');
@@ -632,16 +606,16 @@ describe('deciding', () => {
 
   it('ends the session on sign-out', async () => {
     const { asked, browser, csrf } = await openDevice('olga');
-    const secret = browser.cookie!.split('=')[1]!;
+    const secret = sessionOf(browser)!;
     const res = await post(browser, '/device/sign-out', { csrf });
     expect(res.status).toBe(303);
     expect(res.headers.location).toBe('/device?notice=signed-out');
-    expect(browser.cookie).toBeUndefined();
+    expect(sessionOf(browser)).toBeUndefined();
     const shown = await get(browser, res.headers.location!);
     expectPage(shown, 200, /Connect a device/);
     expect(shown.text).toContain('<p class="notice" role="status">You are signed out.</p>');
     expect(await platform.dataSource.getRepository(WebSessionEntity).countBy({ idHash: hashSecret(secret) })).toBe(0);
-    const again = await post({ cookie: `platform_device=${secret}`, host: HOST }, '/device/decision', { csrf, user_code: asked.user_code, decision: 'approve' });
+    const again = await post(holding(secret), '/device/decision', { csrf, user_code: asked.user_code, decision: 'approve' });
     expect(again.status).toBe(303);
     expect(again.headers.location).toBe(`/device?user_code=${asked.user_code}&notice=session-ended`);
     expect((await poll(asked.device_code)).body.error).toBe('authorization_pending');
@@ -651,7 +625,7 @@ describe('deciding', () => {
 describe('a request from another network', () => {
   /** The device asks from 198.51.100.7; the person approves from `approverAddress`. */
   async function openFrom(approverAddress: string) {
-    const asked = await askForCode({ name: 'Far box' }, { address: '198.51.100.7' });
+    const asked = await codeFor({ name: 'Far box' }, { address: '198.51.100.7' });
     const browser = newBrowser();
     const at = { 'X-Forwarded-For': approverAddress };
     const start = await post(browser, '/device/sign-in', { user_code: asked.user_code }, { Origin: ORIGIN, ...at });

@@ -7,7 +7,7 @@ import { call, startPlatform, type TestPlatform } from '../support/platform.js';
 /**
  * Every administrative change made through the API writes one `info` audit line naming who
  * (the actor), what (the action and its target, ids only) and which organisation; a refused
- * change writes none. (The command line's lines are tested with it: cli.test.ts.)
+ * change writes none. (The command line's lines are tested with it: test/cli/cli.test.ts.)
  */
 
 let platform: TestPlatform;

@@ -24,7 +24,7 @@ const linkTicket = async (token: string) => (await call(platform, 'post', '/clou
 
 /** A person whose only sign-in method brings no email address (a GitHub account without a verified one). */
 async function personWithoutEmail() {
-  const { personId, methodId } = await platform.services.signIn.resolvePerson('github', { subject: `gh-${++count}`, email: undefined, emailVerified: false, name: 'No Mail' });
+  const { personId, methodId } = await platform.services.signIn.accounts.resolvePerson('github', { subject: `gh-${++count}`, email: undefined, emailVerified: false, name: 'No Mail' });
   const tokens = await platform.dataSource.transaction((manager) =>
     platform.services.sessions.start(manager, { id: newId('ses'), personId, client: 'console', signInMethodId: methodId }),
   );

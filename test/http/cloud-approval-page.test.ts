@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import request, { type Response } from 'supertest';
+import type { Response } from 'supertest';
 import { BASE_URL, createTeam, emailSignIn, lastMailTo, outboxMails, pkce, startCloud, type CloudPlatform, type SignedIn } from '../support/cloud.js';
 import { FakeOAuthProvider } from '../support/oauth2-server.js';
-import { CookieJar } from '../support/cookie-jar.js';
+import { PageBrowser } from '../support/cookie-jar.js';
+import { askForCode } from '../support/devices.js';
 import { call } from '../support/platform.js';
 import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
 
@@ -31,28 +32,17 @@ afterAll(async () => {
   await github?.close();
 });
 
-type Browser = CookieJar;
+type Browser = PageBrowser;
 
-async function get(browser: Browser, path: string): Promise<Response> {
-  const res = await request(platform.app).get(path).set(browser.headers());
-  browser.store(res.headers['set-cookie']);
-  return res;
-}
-
-async function post(browser: Browser, path: string, form: Record<string, string>, origin = BASE_URL): Promise<Response> {
-  const res = await request(platform.app).post(path).type('form').set('Origin', origin).set(browser.headers()).send(form);
-  browser.store(res.headers['set-cookie']);
-  return res;
-}
+const newBrowser = (): Browser => new PageBrowser(platform.app);
+const get = (browser: Browser, path: string) => browser.get(path);
+const post = (browser: Browser, path: string, form: Record<string, string>, origin = BASE_URL) => browser.post(path, form, { Origin: origin });
 
 const mailCount = async (to: string) => (await outboxMails(platform.outbox)).filter((mail) => mail.to === to).length;
 
 const title = (res: Response) => /<h1>([^<]*)<\/h1>/.exec(res.text)?.[1];
 
-async function askForCode(kind: 'workbench' | 'node' = 'workbench') {
-  const res = await call(platform, 'post', '/relay/v1/device/code', { body: { workspaceId: 'ws-page', name: `Page ${kind}`, kind } });
-  return res.body as { device_code: string; user_code: string; interval: number; verification_uri_complete: string };
-}
+const codeFor = (kind: 'workbench' | 'node' = 'workbench') => askForCode(platform, { body: { workspaceId: 'ws-page', name: `Page ${kind}`, kind } });
 
 /** Signs the browser in with an emailed code, from the page. */
 async function signInByEmail(browser: Browser, email: string, userCode: string): Promise<Response> {
@@ -69,8 +59,8 @@ async function signInByEmail(browser: Browser, email: string, userCode: string):
 
 describe('signing in on the Cloud approval page', () => {
   it('offers every enabled provider and an emailed code, and lets the browser reach the providers only (CSP form-action)', async () => {
-    const asked = await askForCode();
-    const res = await get(new CookieJar(), `/device?user_code=${asked.user_code}`);
+    const asked = await codeFor();
+    const res = await get(newBrowser(), `/device?user_code=${asked.user_code}`);
     expect(res.status).toBe(200);
     expect(title(res)).toBe('Sign in to connect a device');
     expect(res.text).toContain('Continue with GitHub');
@@ -80,14 +70,14 @@ describe('signing in on the Cloud approval page', () => {
   });
 
   it('with an emailed code: a wrong code is shown again with a note, the right one signs in; then approve into a team', async () => {
-    const asked = await askForCode();
-    const browser = new CookieJar();
+    const asked = await codeFor();
+    const browser = newBrowser();
     const mailsBefore = await mailCount('page-member@example.test');
     const started = await post(browser, '/device/sign-in', { provider: 'email', email: 'page-member@example.test', user_code: asked.user_code });
     // Post, redirect, get: the code page is a GET, and reloading it mails nothing.
     expect(started.status).toBe(303);
     expect(started.headers.location).toBe('/device');
-    expect(browser.get('__Host-platform_device')).toMatch(/^platform_ws_/);
+    expect(browser.cookies.get('__Host-platform_device')).toMatch(/^platform_ws_/);
     const mail = await lastMailTo(platform.outbox, 'page-member@example.test');
     const digits = mail.digits!;
     for (let reload = 0; reload < 2; reload++) {
@@ -127,8 +117,8 @@ describe('signing in on the Cloud approval page', () => {
   });
 
   it('with a provider: the page sends the browser there, and the Cloud callback brings it back signed in', async () => {
-    const asked = await askForCode();
-    const browser = new CookieJar();
+    const asked = await codeFor();
+    const browser = newBrowser();
     github.user = { id: 8080, name: 'Page Octo', emails: [{ email: 'page-owner@example.test', primary: true, verified: true }] };
     const started = await post(browser, '/device/sign-in', { provider: 'github', user_code: asked.user_code });
     expect(started.status).toBe(303);
@@ -152,12 +142,12 @@ describe('signing in on the Cloud approval page', () => {
   });
 
   it('binds its provider sign-in to the browser like any other: finished in another browser, nobody is signed in there', async () => {
-    const asked = await askForCode();
-    const starter = new CookieJar();
-    const other = new CookieJar();
+    const asked = await codeFor();
+    const starter = newBrowser();
+    const other = newBrowser();
     github.user = { id: 8181, name: 'Lured', emails: [{ email: 'lured-page@example.test', primary: true, verified: true }] };
     const started = await post(starter, '/device/sign-in', { provider: 'github', user_code: asked.user_code });
-    expect(starter.get('__Host-platform_flow')).toMatch(/^platform_fb_/);
+    expect(starter.cookies.get('__Host-platform_flow')).toMatch(/^platform_fb_/);
     const back = await github.authorize(started.headers.location!);
     const callback = await get(other, `${back.pathname}${back.search}`);
     const toPage = new URL(callback.headers.location!);
@@ -169,8 +159,8 @@ describe('signing in on the Cloud approval page', () => {
   });
 
   it("survives a forged callback with another state: the genuine one still signs in", async () => {
-    const asked = await askForCode();
-    const browser = new CookieJar();
+    const asked = await codeFor();
+    const browser = newBrowser();
     github.user = { id: 8081, name: 'Page Octo', emails: [{ email: 'page-owner@example.test', primary: true, verified: true }] };
     const started = await post(browser, '/device/sign-in', { provider: 'github', user_code: asked.user_code });
     const back = await github.authorize(started.headers.location!);
@@ -184,8 +174,8 @@ describe('signing in on the Cloud approval page', () => {
   });
 
   it('offers only organisations where the person may approve the kind: a member sees no team for a node', async () => {
-    const node = await askForCode('node');
-    const browser = new CookieJar();
+    const node = await codeFor('node');
+    const browser = newBrowser();
     const shown = await signInByEmail(browser, 'page-member@example.test', node.user_code);
     expect(title(shown)).toBe('Approve this device?');
     expect(shown.text).not.toContain(team.id);
@@ -201,7 +191,7 @@ describe('signing in on the Cloud approval page', () => {
   });
 
   it('refuses a form from another site, a callback it did not start, and passes on a refusal at the provider', async () => {
-    const browser = new CookieJar();
+    const browser = newBrowser();
     expect((await post(browser, '/device/sign-in', { provider: 'email', email: 'x@example.test' }, 'https://evil.test')).status).toBe(403);
     expect((await get(browser, '/device/callback?code=platform_sc_x&state=nope')).status).toBe(400);
     expect((await post(browser, '/device/email-code', { code: '123456' })).status).toBe(400);
@@ -231,8 +221,8 @@ describe('signing in on the Cloud approval page', () => {
   });
 
   it('signs out', async () => {
-    const asked = await askForCode();
-    const browser = new CookieJar();
+    const asked = await codeFor();
+    const browser = newBrowser();
     const shown = await signInByEmail(browser, 'page-owner@example.test', asked.user_code);
     const csrf = /name="csrf" value="([^"]+)"/.exec(shown.text)![1]!;
     const out = await post(browser, '/device/sign-out', { csrf });

@@ -286,7 +286,7 @@ describe('adding an address with a link ticket', () => {
 describe('an address another person signs in with through a provider', () => {
   it('cannot be added to someone else: 409 already_linked', async () => {
     const address = newAddress();
-    const holder = await platform.services.signIn.resolvePerson('github', { subject: `gh-${address}`, email: address, emailVerified: true, name: 'Holder' });
+    const holder = await platform.services.signIn.accounts.resolvePerson('github', { subject: `gh-${address}`, email: address, emailVerified: true, name: 'Holder' });
     const owner = await emailSignIn(platform, newAddress());
     const ticket = await call(platform, 'post', '/cloud/v1/me/sign-in-methods/link', { headers: bearer(owner.access_token) });
     expect((await start(address, { link: ticket.body.ticket })).status).toBe(202);

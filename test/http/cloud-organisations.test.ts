@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { bearer, createTeam, emailSignIn, startCloud, type CloudPlatform, type SignedIn } from '../support/cloud.js';
-import { deviceHeaders, enrolDevice } from '../support/devices.js';
+import { askForCode, deviceHeaders, enrolDevice, pollForTokens } from '../support/devices.js';
 import { call } from '../support/platform.js';
 import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
 
@@ -127,20 +127,19 @@ describe('join keys and devices', () => {
 });
 
 describe('device approval on Cloud', () => {
-  async function askForCode(kind: 'workbench' | 'node' = 'workbench') {
-    const res = await call(platform, 'post', '/relay/v1/device/code', { body: { workspaceId: 'ws-1', name: `A ${kind}`, kind } });
-    expect(res.status).toBe(200);
-    expect(res.body.verification_uri).toBe('https://platform.test/device');
-    return res.body as { device_code: string; user_code: string; interval: number };
+  async function codeFor(kind: 'workbench' | 'node' = 'workbench') {
+    const asked = await askForCode(platform, { body: { workspaceId: 'ws-1', name: `A ${kind}`, kind } });
+    expect(asked.verification_uri).toBe('https://platform.test/device');
+    return asked;
   }
 
   const approvals = (action: 'look-up' | 'approve' | 'deny', person: SignedIn, userCode: string, organisation?: string) =>
     call(platform, 'post', `/platform/v1/device-approvals/${action}`, { headers: bearer(person.access_token, organisation), body: { userCode } });
 
-  const poll = (deviceCode: string) => call(platform, 'post', '/relay/v1/device/token', { body: { device_code: deviceCode } });
+  const poll = (deviceCode: string) => pollForTokens(platform, deviceCode);
 
   it('a code belongs to no organisation until approved; the approval names the team, and the device then belongs to it', async () => {
-    const asked = await askForCode();
+    const asked = await codeFor();
     expect((await poll(asked.device_code)).body.error).toBe('authorization_pending');
     expect((await approvals('look-up', member, asked.user_code, team.id)).status).toBe(200);
     const approved = await approvals('approve', member, asked.user_code, team.id);
@@ -154,7 +153,7 @@ describe('device approval on Cloud', () => {
   });
 
   it('without the header the device joins the personal organisation', async () => {
-    const asked = await askForCode();
+    const asked = await codeFor();
     expect((await approvals('approve', stranger, asked.user_code)).status).toBe(200);
     platform.clock.advance(asked.interval * 1000);
     const tokens = await poll(asked.device_code);
@@ -163,17 +162,17 @@ describe('device approval on Cloud', () => {
   });
 
   it('the approver must be allowed to approve there: a member may not approve a node for the team (403), but may for their own organisation', async () => {
-    const node = await askForCode('node');
+    const node = await codeFor('node');
     const refused = await approvals('look-up', member, node.user_code, team.id);
     expect(refused.status).toBe(403);
     expect(refused.body.error).toBe('forbidden');
     expect((await approvals('approve', owner, node.user_code, team.id)).status).toBe(200);
-    const own = await askForCode('node');
+    const own = await codeFor('node');
     expect((await approvals('approve', member, own.user_code, member.personalOrganisationId)).status).toBe(200);
   });
 
   it('refuses an organisation the approver does not belong to with 404, and a denied code is access_denied', async () => {
-    const asked = await askForCode();
+    const asked = await codeFor();
     expect((await approvals('approve', stranger, asked.user_code, team.id)).status).toBe(404);
     expect((await approvals('deny', member, asked.user_code, team.id)).body.status).toBe('denied');
     platform.clock.advance(asked.interval * 1000);

@@ -10,10 +10,9 @@ import {
   startCloud,
   type CloudPlatform,
 } from '../support/cloud.js';
-import { TestIdentityProvider } from '../support/idp.js';
-import { FakeOAuthProvider } from '../support/oauth2-server.js';
 import { CookieJar } from '../support/cookie-jar.js';
 import { call } from '../support/platform.js';
+import { returnToCallback, StandInProviders, startSignIn, type Provider } from '../support/providers.js';
 
 /**
  * Sign-in through identity providers (spec 4.3 `GET /auth/v1/start`): the service's own
@@ -24,39 +23,17 @@ import { call } from '../support/platform.js';
  */
 
 let platform: CloudPlatform;
-let google: TestIdentityProvider;
-let microsoft: TestIdentityProvider;
-let github: FakeOAuthProvider;
-let facebook: FakeOAuthProvider;
+let providers: StandInProviders;
 
 beforeAll(async () => {
-  [google, microsoft, github, facebook] = await Promise.all([
-    TestIdentityProvider.start({ clientId: 'platform-cloud', interactive: { redirectUris: [`${BASE_URL}/auth/v1/callback/google`], confidential: true } }),
-    TestIdentityProvider.start({ clientId: 'platform-cloud', interactive: { redirectUris: [`${BASE_URL}/auth/v1/callback/microsoft`], confidential: true } }),
-    FakeOAuthProvider.start('github'),
-    FakeOAuthProvider.start('facebook'),
-  ]);
-  platform = await startCloud({
-    env: {
-      GOOGLE_CLIENT_ID: google.clientId,
-      GOOGLE_CLIENT_SECRET: google.clientSecret,
-      GOOGLE_ISSUER: google.issuer,
-      MICROSOFT_CLIENT_ID: microsoft.clientId,
-      MICROSOFT_CLIENT_SECRET: microsoft.clientSecret,
-      MICROSOFT_ISSUER: microsoft.issuer,
-      ...github.env(),
-      ...facebook.env(),
-      AUTH_PROVIDER_ORDER: 'github,email,google',
-    },
-  });
+  providers = await StandInProviders.start();
+  platform = await startCloud({ env: { ...providers.env(), AUTH_PROVIDER_ORDER: 'github,email,google' } });
 });
 
 afterAll(async () => {
-  await Promise.all([google?.close(), microsoft?.close(), github?.close(), facebook?.close()]);
+  await providers?.close();
   await platform?.close();
 });
-
-type Provider = 'google' | 'microsoft' | 'github' | 'facebook';
 
 interface Started {
   verifier: string;
@@ -67,26 +44,14 @@ interface Started {
 }
 
 async function startAt(provider: string, extra: Record<string, string> = {}, browser = new CookieJar()): Promise<Started> {
-  const { verifier, challenge } = await pkce();
-  const query = new URLSearchParams({ provider, client: 'console', redirect_uri: CONSOLE_REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', state: 'client-state', ...extra });
-  const res = await call(platform, 'get', `/auth/v1/start?${query}`, { headers: browser.headers() });
-  expect(res.status).toBe(302);
-  browser.store(res.headers['set-cookie']);
-  return { verifier, challenge, location: new URL(res.headers.location!), browser };
+  return { ...(await startSignIn(platform, browser, provider, extra)), browser };
 }
 
 /** Through the provider (as `login` for the OpenID providers) and back through our callback, in `browser` (the one that started, unless told). */
 async function throughProvider(provider: Provider, started: Started, login = 'someone', browser = started.browser): Promise<URL> {
-  const back =
-    provider === 'google' ? await google.authorize(started.location.href, login)
-    : provider === 'microsoft' ? await microsoft.authorize(started.location.href, login)
-    : provider === 'github' ? await github.authorize(started.location.href)
-    : await facebook.authorize(started.location.href);
+  const back = await providers.authorize(provider, started.location.href, login);
   expect(`${back.origin}${back.pathname}`).toBe(`${BASE_URL}/auth/v1/callback/${provider}`);
-  const res = await call(platform, 'get', `${back.pathname}${back.search}`, { headers: browser.headers() });
-  expect(res.status).toBe(302);
-  expect(res.headers['cache-control']).toBe('no-store');
-  return new URL(res.headers.location!);
+  return returnToCallback(platform, browser, back);
 }
 
 async function exchange(code: string, verifier: string, extra: Record<string, string> = {}, headers: Record<string, string> = {}) {
@@ -199,7 +164,7 @@ describe('GET /auth/v1/start: the request', () => {
 
   it('sends the browser to the provider with PKCE S256, a state of its own and its callback on PLATFORM_BASE_URL', async () => {
     const started = await startAt('google');
-    expect(started.location.origin).toBe(google.issuer);
+    expect(started.location.origin).toBe(providers.google.issuer);
     const params = started.location.searchParams;
     expect(params.get('redirect_uri')).toBe(`${BASE_URL}/auth/v1/callback/google`);
     expect(params.get('code_challenge_method')).toBe('S256');
@@ -215,7 +180,7 @@ describe('GET /auth/v1/start: the request', () => {
     const query = new URLSearchParams({ provider: 'github', client: 'mobile', redirect_uri: MOBILE_REDIRECT, code_challenge: challenge, state: 'm' });
     const res = await call(platform, 'get', `/auth/v1/start?${query}`);
     const browser = new CookieJar().store(res.headers['set-cookie']);
-    const back = await github.authorize(res.headers.location!);
+    const back = await providers.github.authorize(res.headers.location!);
     const done = await call(platform, 'get', `${back.pathname}${back.search}`, { headers: browser.headers() });
     const location = new URL(done.headers.location!);
     expect(location.protocol).toBe('com.example.platform:');
@@ -228,7 +193,7 @@ describe('GET /auth/v1/start: the request', () => {
 
 describe('OpenID Connect providers (Google, Microsoft)', () => {
   it('first sign-in creates the person and their personal organisation; the next finds them by provider and subject', async () => {
-    google.setAccount('grace', { email: 'grace@example.test', email_verified: true, name: 'Grace Hopper' });
+    providers.google.setAccount('grace', { email: 'grace@example.test', email_verified: true, name: 'Grace Hopper' });
     const first = await signIn('google', 'grace');
     expect(first.me).toMatchObject({
       name: 'Grace Hopper',
@@ -237,7 +202,7 @@ describe('OpenID Connect providers (Google, Microsoft)', () => {
       signInMethods: [{ provider: 'google', email: 'grace@example.test', emailVerified: true }],
     });
     platform.clock.advance(60_000);
-    google.setAccount('grace', { email: 'grace@new.example.test', email_verified: true, name: 'Grace B. Hopper' });
+    providers.google.setAccount('grace', { email: 'grace@new.example.test', email_verified: true, name: 'Grace B. Hopper' });
     const second = await signIn('google', 'grace');
     expect(second.me.id).toBe(first.me.id);
     expect(second.me.signInMethods).toHaveLength(1);
@@ -249,7 +214,7 @@ describe('OpenID Connect providers (Google, Microsoft)', () => {
 
   it('joins a verified address to the person who already signs in with it', async () => {
     const byEmail = await emailSignIn(platform, 'ada@example.test');
-    google.setAccount('ada-google', { email: 'Ada@Example.test', email_verified: true, name: 'Ada' });
+    providers.google.setAccount('ada-google', { email: 'Ada@Example.test', email_verified: true, name: 'Ada' });
     const viaGoogle = await signIn('google', 'ada-google');
     expect(viaGoogle.me.id).toBe(byEmail.personId);
     expect(viaGoogle.me.signInMethods.map((method: { provider: string }) => method.provider).sort()).toEqual(['email', 'google']);
@@ -257,22 +222,22 @@ describe('OpenID Connect providers (Google, Microsoft)', () => {
 
   it('never joins an address the provider did not verify: Microsoft without email_verified or xms_edov is a new person', async () => {
     const byEmail = await emailSignIn(platform, 'victim@example.test');
-    microsoft.setAccount('mallory', { email: 'victim@example.test', name: 'Mallory' });
+    providers.microsoft.setAccount('mallory', { email: 'victim@example.test', name: 'Mallory' });
     const attacker = await signIn('microsoft', 'mallory');
     expect(attacker.me.id).not.toBe(byEmail.personId);
     expect(attacker.me.email).toBeNull();
     expect(attacker.me.signInMethods).toEqual([expect.objectContaining({ provider: 'microsoft', email: 'victim@example.test', emailVerified: false })]);
     // Google's email_verified=false is refused the same way.
-    google.setAccount('mallory2', { email: 'victim@example.test', email_verified: false });
+    providers.google.setAccount('mallory2', { email: 'victim@example.test', email_verified: false });
     expect((await signIn('google', 'mallory2')).me.id).not.toBe(byEmail.personId);
     // Microsoft's verified-domain claim does count.
-    microsoft.setAccount('vic', { email: 'victim@example.test', xms_edov: true, name: 'Vic' });
+    providers.microsoft.setAccount('vic', { email: 'victim@example.test', xms_edov: true, name: 'Vic' });
     expect((await signIn('microsoft', 'vic')).me.id).toBe(byEmail.personId);
   });
 
   it('passes a refusal at the provider back to the client as access_denied with its state', async () => {
     const started = await startAt('google');
-    const back = await google.authorize(started.location.href, 'x', { cancel: true });
+    const back = await providers.google.authorize(started.location.href, 'x', { cancel: true });
     const res = await call(platform, 'get', `${back.pathname}${back.search}`, { headers: started.browser.headers() });
     expectRedirectError(new URL(res.headers.location!), 'access_denied');
   });
@@ -291,16 +256,16 @@ describe('OpenID Connect providers (Google, Microsoft)', () => {
 
 describe('OAuth 2 providers (GitHub, Facebook)', () => {
   it('GitHub: the numeric id names the account, and only the primary verified address counts', async () => {
-    github.user = { id: 4242, login: 'octo', name: 'Octo Cat', emails: [{ email: 'octo@work.test', primary: false, verified: true }, { email: 'octo@home.test', primary: true, verified: true }] };
+    providers.github.user = { id: 4242, login: 'octo', name: 'Octo Cat', emails: [{ email: 'octo@work.test', primary: false, verified: true }, { email: 'octo@home.test', primary: true, verified: true }] };
     const first = await signIn('github');
     expect(first.me.signInMethods).toEqual([expect.objectContaining({ provider: 'github', email: 'octo@home.test', emailVerified: true })]);
     expect(first.me.name).toBe('Octo Cat');
     // The token endpoint got the client secret and the PKCE verifier.
-    const tokenRequest = github.requests.filter((entry) => entry.path === '/token').at(-1)!;
-    expect(tokenRequest.body?.get('client_secret')).toBe(github.clientSecret);
+    const tokenRequest = providers.github.requests.filter((entry) => entry.path === '/token').at(-1)!;
+    expect(tokenRequest.body?.get('client_secret')).toBe(providers.github.clientSecret);
     expect(tokenRequest.body?.get('code_verifier')).toMatch(/^[A-Za-z0-9_-]{43,}$/);
     // An unverified primary address is no address at all.
-    github.user = { id: 5151, login: 'nomail', emails: [{ email: 'octo@home.test', primary: true, verified: false }] };
+    providers.github.user = { id: 5151, login: 'nomail', emails: [{ email: 'octo@home.test', primary: true, verified: false }] };
     const unverified = await signIn('github');
     expect(unverified.me.id).not.toBe(first.me.id);
     expect(unverified.me.email).toBeNull();
@@ -309,19 +274,19 @@ describe('OAuth 2 providers (GitHub, Facebook)', () => {
   });
 
   it('Facebook: /me with an appsecret_proof names the account', async () => {
-    facebook.user = { id: '10001', name: 'Fay Book', emails: [{ email: 'fay@example.test', primary: true, verified: true }] };
+    providers.facebook.user = { id: '10001', name: 'Fay Book', emails: [{ email: 'fay@example.test', primary: true, verified: true }] };
     const first = await signIn('facebook');
     expect(first.me).toMatchObject({ name: 'Fay Book', email: 'fay@example.test', signInMethods: [{ provider: 'facebook', emailVerified: true }] });
     expect((await signIn('facebook')).me.id).toBe(first.me.id);
   });
 
   it('passes a refusal back as access_denied', async () => {
-    github.refuse = true;
+    providers.github.refuse = true;
     try {
       const started = await startAt('github');
       expectRedirectError(await throughProvider('github', started), 'access_denied');
     } finally {
-      github.refuse = false;
+      providers.github.refuse = false;
     }
   });
 });
@@ -330,9 +295,9 @@ describe('the callback', () => {
   it('refuses an answer for a sign-in it did not start, one it already finished, and one of another provider, with 400 invalid_request', async () => {
     expect((await call(platform, 'get', '/auth/v1/callback/github?code=x&state=platform_fs_unknown')).body.error).toBe('invalid_request');
     expect((await call(platform, 'get', '/auth/v1/callback/github?code=x')).status).toBe(400);
-    github.user = { id: 777, emails: [] };
+    providers.github.user = { id: 777, emails: [] };
     const started = await startAt('github');
-    const back = await github.authorize(started.location.href);
+    const back = await providers.github.authorize(started.location.href);
     // Another provider's callback cannot finish it (a mix-up), and does not use it up.
     const mixedUp = await call(platform, 'get', `/auth/v1/callback/facebook${back.search}`, { headers: started.browser.headers() });
     expect(mixedUp.status).toBe(400);
@@ -344,14 +309,14 @@ describe('the callback', () => {
 
   it('refuses an answer that comes after AUTH_FLOW_TTL_SECONDS (10 minutes)', async () => {
     const started = await startAt('github');
-    const back = await github.authorize(started.location.href);
+    const back = await providers.github.authorize(started.location.href);
     platform.clock.advance(600_000);
     expect((await call(platform, 'get', `${back.pathname}${back.search}`, { headers: started.browser.headers() })).status).toBe(400);
   });
 
   it('sends the provider\'s code nowhere but to the provider: a forged code fails there and the client hears server_error', async () => {
     const started = await startAt('github');
-    const back = await github.authorize(started.location.href);
+    const back = await providers.github.authorize(started.location.href);
     back.searchParams.set('code', 'forged');
     const res = await call(platform, 'get', `${back.pathname}${back.search}`, { headers: started.browser.headers() });
     expectRedirectError(new URL(res.headers.location!), 'server_error');
@@ -361,7 +326,7 @@ describe('the callback', () => {
 describe('linking a provider with a link ticket', () => {
   it('adds the provider to the owner when the owner\'s session exchanges the code, and refuses one that signs in to someone else with already_linked', async () => {
     const owner = await emailSignIn(platform, 'linker@example.test');
-    github.user = { id: 9001, name: 'Linker', emails: [{ email: 'linker@github.test', primary: true, verified: true }] };
+    providers.github.user = { id: 9001, name: 'Linker', emails: [{ email: 'linker@github.test', primary: true, verified: true }] };
     const linked = await link('github', owner);
     expect(linked.back.searchParams.get('error')).toBeNull();
     expect(linked.token!.status).toBe(200);
@@ -372,7 +337,7 @@ describe('linking a provider with a link ticket', () => {
     expect((await signIn('github')).me.id).toBe(owner.personId);
 
     // An account that already signs in to another person cannot be linked: told in the browser already.
-    github.user = { id: 4242, emails: [] };
+    providers.github.user = { id: 4242, emails: [] };
     const second = (await call(platform, 'post', '/cloud/v1/me/sign-in-methods/link', { headers: bearer(owner.access_token) })).body.ticket as string;
     const started = await startAt('github', { link: second });
     expectRedirectError(await throughProvider('github', started), 'already_linked');
@@ -388,7 +353,7 @@ describe('linking a provider with a link ticket', () => {
 
 describe('the one-time code at POST /auth/v1/token', () => {
   async function freshCode() {
-    github.user = { id: 31337, emails: [] };
+    providers.github.user = { id: 31337, emails: [] };
     const started = await startAt('github');
     const back = await throughProvider('github', started);
     return { code: back.searchParams.get('code')!, verifier: started.verifier };

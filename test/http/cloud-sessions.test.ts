@@ -5,7 +5,7 @@ import * as oauth from 'oauth4webapi';
 import request from 'supertest';
 import { SessionTokenEntity } from '../../src/modules/signin/entities.js';
 import { hashSecret } from '../../src/util/secrets.js';
-import { bearer, CONSOLE_REDIRECT, emailSignIn, lastMailTo, MOBILE_REDIRECT, pkce, startCloud, type CloudPlatform } from '../support/cloud.js';
+import { bearer, CONSOLE_REDIRECT, emailedSignInCode, emailSignIn, MOBILE_REDIRECT, startCloud, type CloudPlatform } from '../support/cloud.js';
 import { FakeOAuthProvider } from '../support/oauth2-server.js';
 import { CookieJar } from '../support/cookie-jar.js';
 import { call } from '../support/platform.js';
@@ -201,11 +201,8 @@ describe('rotation and replay', () => {
 
 describe('a one-time code exchanged twice at once', () => {
   it('gives tokens to one exchange only, and the other ends the session the first started', async () => {
-    const { verifier, challenge } = await pkce();
-    const email = 'twice@example.test';
-    await call(platform, 'post', '/auth/v1/email/start', { body: { email, client: 'console', redirect_uri: CONSOLE_REDIRECT, code_challenge: challenge } });
-    const { body } = await call(platform, 'post', '/auth/v1/email/verify', { body: { email, code: (await lastMailTo(platform.outbox, email)).digits } });
-    const exchange = () => call(platform, 'post', '/auth/v1/token', { body: { grant_type: 'authorization_code', code: body.code, code_verifier: verifier, redirect_uri: CONSOLE_REDIRECT } });
+    const { code, verifier } = await emailedSignInCode(platform, 'twice@example.test');
+    const exchange = () => call(platform, 'post', '/auth/v1/token', { body: { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: CONSOLE_REDIRECT } });
     const answers = await Promise.all([exchange(), exchange()]);
     expect(answers.map((answer) => answer.status).sort()).toEqual([200, 400]);
     expect(answers.find((answer) => answer.status === 400)!.body.error).toBe('invalid_grant');

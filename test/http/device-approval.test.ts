@@ -4,7 +4,7 @@ import type { Response } from 'supertest';
 import { DeviceAuthorizationEntity } from '../../src/modules/devices/entities.js';
 import { PersonIdentityEntity, type OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { ManualClock } from '../../src/util/clock.js';
-import { createPerson, deviceHeaders, enrolDevice } from '../support/devices.js';
+import { askForCode, createPerson, deviceHeaders, enrolDevice, pollForTokens, type AskedCode } from '../support/devices.js';
 import type { TestIdentityProvider } from '../support/idp.js';
 import { ROLE_CLAIM, twoOrganisations } from '../support/organisations.js';
 import { addressSequence, call, startPlatform, type TestPlatform } from '../support/platform.js';
@@ -68,28 +68,14 @@ async function act(person: Person, action: Action, userCode: unknown, options: {
   });
 }
 
-interface CodeAnswer {
-  device_code: string;
-  user_code: string;
-}
+const newCode = (body: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
+  askForCode(platform, { host, from: newAddress(), headers, body: { workspaceId: 'ws-approvals', name: 'Grace’s workbench', ...body } });
 
-async function newCode(body: Record<string, unknown> = {}, headers: Record<string, string> = {}): Promise<CodeAnswer> {
-  const res = await call(platform, 'post', '/relay/v1/device/code', {
-    host,
-    headers: { 'X-Forwarded-For': newAddress(), ...headers },
-    body: { workspaceId: 'ws-approvals', name: 'Grace’s workbench', ...body },
-  });
-  expect(res.status).toBe(200);
-  return res.body as CodeAnswer;
-}
-
-async function poll(deviceCode: string): Promise<Response> {
-  return call(platform, 'post', '/relay/v1/device/token', { host, headers: { 'X-Forwarded-For': newAddress() }, body: { device_code: deviceCode } });
-}
+const poll = (deviceCode: string) => pollForTokens(platform, deviceCode, { host, from: newAddress() });
 
 const sha256hex = (value: string) => createHash('sha256').update(value, 'utf8').digest('hex');
 
-async function stored(code: CodeAnswer) {
+async function stored(code: AskedCode) {
   return platform.dataSource.getRepository(DeviceAuthorizationEntity).findOneByOrFail({ deviceCodeHash: sha256hex(code.device_code) });
 }
 

@@ -11,6 +11,7 @@ import { scopeString } from '../../src/modules/devices/scopes.js';
 import { MembershipEntity, PersonIdentityEntity, type OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { newProofKey, proofSigner, type ProofKey, type RequestProofOptions } from '../support/dpop-proofs.js';
+import { pollForTokens, requestDeviceCode, type AskedCode } from '../support/devices.js';
 import { TestIdentityProvider } from '../support/idp.js';
 import { expectOauthError } from '../support/oauth.js';
 import { ROLE_CLAIM } from '../support/organisations.js';
@@ -55,38 +56,27 @@ afterAll(async () => {
 /** A network address of its own, as the trusted proxy reports it. */
 const newAddress = addressSequence('10.0');
 
-interface CodeAnswer {
-  device_code: string;
-  user_code: string;
-  verification_uri: string;
-  verification_uri_complete: string;
-  interval: number;
-  expires_in: number;
-}
-
-async function askForCode(body: Record<string, unknown>, options: { from?: string; headers?: Record<string, string>; at?: string } = {}): Promise<Response> {
-  const res = await call(platform, 'post', '/relay/v1/device/code', {
-    host: options.at ?? host,
-    headers: { 'X-Forwarded-For': options.from ?? newAddress(), ...options.headers },
-    body,
-  });
+/** A request for a code with exactly `body`, from an address of its own unless told. */
+async function requestCode(body: Record<string, unknown>, options: { from?: string; headers?: Record<string, string>; at?: string } = {}): Promise<Response> {
+  const res = await requestDeviceCode(platform, { host: options.at ?? host, from: options.from ?? newAddress(), headers: options.headers ?? {}, body });
   if (res.status === 200) secrets.push(res.body.device_code);
   return res;
 }
 
-async function newCode(body: Record<string, unknown> = {}, from?: string): Promise<CodeAnswer> {
-  const res = await askForCode({ workspaceId: 'ws-1', name: 'Ada’s laptop', ...body }, from ? { from } : {});
+async function newCode(body: Record<string, unknown> = {}, from?: string): Promise<AskedCode> {
+  const res = await requestCode({ workspaceId: 'ws-1', name: 'Ada’s laptop', ...body }, from ? { from } : {});
   expect(res.status).toBe(200);
-  return res.body as CodeAnswer;
+  return res.body as AskedCode;
 }
 
 const tokenUrl = () => `http://${host}/relay/v1/device/token`;
 
 async function poll(deviceCode: string, options: { proof?: string; from?: string; body?: Record<string, unknown> } = {}): Promise<Response> {
-  const res = await call(platform, 'post', '/relay/v1/device/token', {
+  const res = await pollForTokens(platform, deviceCode, {
     host,
-    headers: { 'X-Forwarded-For': options.from ?? '198.51.100.1', ...(options.proof ? { DPoP: options.proof } : {}) },
-    body: { device_code: deviceCode, ...options.body },
+    from: options.from ?? '198.51.100.1',
+    headers: options.proof ? { DPoP: options.proof } : {},
+    body: options.body ?? {},
   });
   if (res.status === 200) secrets.push(res.body.access_token, res.body.refresh_token);
   return res;
@@ -133,7 +123,7 @@ async function approve(approver: Approver, userCode: string): Promise<void> {
 }
 
 /** A code approved by a fresh member, polled once it may be: the device's tokens. */
-async function enrolled(body: Record<string, unknown> = {}, approver = newApprover()): Promise<{ code: CodeAnswer; tokens: Response; approver: Approver }> {
+async function enrolled(body: Record<string, unknown> = {}, approver = newApprover()): Promise<{ code: AskedCode; tokens: Response; approver: Approver }> {
   const code = await newCode(body);
   await approve(approver, code.user_code);
   const tokens = await poll(code.device_code);
@@ -165,10 +155,10 @@ async function storedAuthorization(deviceCode: string) {
 describe('POST /relay/v1/device/code', () => {
   it('answers a device code, a XXXX-XXXX user code, where to approve it and how often to poll', async () => {
     const from = newAddress();
-    const res = await askForCode({ workspaceId: 'ws-42', name: 'Build box' }, { from, headers: { 'User-Agent': 'workbench/3.1 (linux)' } });
+    const res = await requestCode({ workspaceId: 'ws-42', name: 'Build box' }, { from, headers: { 'User-Agent': 'workbench/3.1 (linux)' } });
     expect(res.status).toBe(200);
     expect(res.headers['cache-control']).toBe('no-store');
-    const code = res.body as CodeAnswer;
+    const code = res.body as AskedCode;
     expect(code.device_code).toMatch(/^platform_dc_[A-Za-z0-9_-]{43}$/);
     expect(code.user_code).toMatch(/^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
     expect(code.verification_uri).toBe(`http://${host}/device`);
@@ -210,7 +200,7 @@ describe('POST /relay/v1/device/code', () => {
       ['body.workspaceId', { workspaceId: `ws${character}1`, name: 'Build box' }],
     ] as const) {
       const before = await platform.dataSource.getRepository(DeviceAuthorizationEntity).count();
-      const res = await askForCode(body);
+      const res = await requestCode(body);
       expect(res.status).toBe(400);
       expect(res.body).toMatchObject({ error: 'invalid_request', field });
       expect(res.body.message ?? res.body.error_description).toContain(code);
@@ -220,7 +210,7 @@ describe('POST /relay/v1/device/code', () => {
 
   it('refuses a User-Agent holding a control or invisible character (C1 controls and the soft hyphen travel as Latin-1)', async () => {
     for (const agent of ['workbench/3.1 \u0085(linux)', 'work\u00ADbench/3.1']) {
-      const res = await askForCode({ workspaceId: 'ws-1', name: 'Build box' }, { headers: { 'User-Agent': agent } });
+      const res = await requestCode({ workspaceId: 'ws-1', name: 'Build box' }, { headers: { 'User-Agent': agent } });
       expect(res.status).toBe(400);
       expect(res.body).toMatchObject({ error: 'invalid_request', field: 'headers.user-agent' });
     }
@@ -228,7 +218,7 @@ describe('POST /relay/v1/device/code', () => {
 
   it('takes names in any script, with accents, emoji and punctuation', async () => {
     for (const name of ['Café déjà vu', '東京のマシン', 'Ada’s laptop 🚀', 'بناء', 'Build box (x86_64) #2']) {
-      const res = await askForCode({ workspaceId: `ws-${name}`, name }, { headers: { 'User-Agent': 'workbench/3.1 (linux; é)' } });
+      const res = await requestCode({ workspaceId: `ws-${name}`, name }, { headers: { 'User-Agent': 'workbench/3.1 (linux; é)' } });
       expect(res.status).toBe(200);
     }
   });
@@ -243,7 +233,7 @@ describe('POST /relay/v1/device/code', () => {
   });
 
   it('names the proxy\'s public scheme and host in the verification URI when the proxy is trusted', async () => {
-    const res = await askForCode(
+    const res = await requestCode(
       { workspaceId: 'ws-1', name: 'Behind TLS' },
       { at: 'platform-internal:8080', headers: { 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': host } },
     );
@@ -253,7 +243,7 @@ describe('POST /relay/v1/device/code', () => {
   });
 
   it('keeps a non-default port in the verification URI', async () => {
-    const res = await askForCode({ workspaceId: 'ws-1', name: 'Port' }, { at: `${host}:8443` });
+    const res = await requestCode({ workspaceId: 'ws-1', name: 'Port' }, { at: `${host}:8443` });
     expect(res.status).toBe(200);
     expect(res.body.verification_uri).toBe(`http://${host}:8443/device`);
   });
@@ -287,7 +277,7 @@ describe('POST /relay/v1/device/code', () => {
     ['an unknown kind', { workspaceId: 'ws', name: 'x', kind: 'server' }, 'body.kind'],
     ['an unknown field', { workspaceId: 'ws', name: 'x', scope: 'everything' }, 'body.scope'],
   ])('refuses %s with 400 invalid_request naming the field', async (_case, body, field) => {
-    const res = await askForCode(body);
+    const res = await requestCode(body);
     expect(res.status).toBe(400);
     expect(res.body.error).toBe('invalid_request');
     expect(res.body.field).toBe(field);
@@ -326,7 +316,7 @@ describe('POST /relay/v1/device/code', () => {
   });
 
   it('answers 404 unknown_tenant at a host name no organisation is served at', async () => {
-    const res = await askForCode({ workspaceId: 'ws', name: 'x' }, { at: 'nobody.test' });
+    const res = await requestCode({ workspaceId: 'ws', name: 'x' }, { at: 'nobody.test' });
     expect(res.status).toBe(404);
     expect(res.body.error).toBe('unknown_tenant');
   });
@@ -673,14 +663,14 @@ describe('rate limits', () => {
   it('limits device/code to 60 a minute per address, with Retry-After, and counts each address apart', async () => {
     const from = newAddress();
     for (let i = 0; i < 60; i++) {
-      const res = await askForCode({ workspaceId: 'ws', name: `burst ${i}` }, { from });
+      const res = await requestCode({ workspaceId: 'ws', name: `burst ${i}` }, { from });
       expect(res.status).toBe(200);
     }
-    const refused = await askForCode({ workspaceId: 'ws', name: 'one too many' }, { from });
+    const refused = await requestCode({ workspaceId: 'ws', name: 'one too many' }, { from });
     expect(refused.status).toBe(429);
     expect(refused.body.error).toBe('too_many_requests');
     expect(refused.headers['retry-after']).toBe('60');
-    expect((await askForCode({ workspaceId: 'ws', name: 'elsewhere' })).status).toBe(200);
+    expect((await requestCode({ workspaceId: 'ws', name: 'elsewhere' })).status).toBe(200);
   });
 
   it('limits device/token to 600 a minute per address: room for an office of polling devices', async () => {

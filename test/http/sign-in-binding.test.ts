@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SignInMethodEntity } from '../../src/modules/signin/entities.js';
 import { newId } from '../../src/util/ids.js';
-import { BASE_URL, bearer, CONSOLE_REDIRECT, emailSignIn, lastMailTo, pkce, startCloud, type CloudPlatform, type SignedIn } from '../support/cloud.js';
+import { bearer, CONSOLE_REDIRECT, emailedSignInCode, emailSignIn, pkce, startCloud, type CloudPlatform, type SignedIn } from '../support/cloud.js';
 import { CookieJar } from '../support/cookie-jar.js';
-import { TestIdentityProvider } from '../support/idp.js';
-import { FakeOAuthProvider } from '../support/oauth2-server.js';
 import { call } from '../support/platform.js';
+import { PROVIDERS, returnToCallback, StandInProviders, startSignIn, type Provider } from '../support/providers.js';
 
 /**
  * Sign-in flows belong to whoever started them (issue 21), tried as an attacker and a victim
@@ -24,39 +23,17 @@ import { call } from '../support/platform.js';
  * - A refresh is bound to the session's client.
  */
 
-type Provider = 'google' | 'microsoft' | 'github' | 'facebook';
-const PROVIDERS: Provider[] = ['google', 'microsoft', 'github', 'facebook'];
-
 let platform: CloudPlatform;
-let google: TestIdentityProvider;
-let microsoft: TestIdentityProvider;
-let github: FakeOAuthProvider;
-let facebook: FakeOAuthProvider;
+let providers: StandInProviders;
 let accounts = 0;
 
 beforeAll(async () => {
-  [google, microsoft, github, facebook] = await Promise.all([
-    TestIdentityProvider.start({ clientId: 'platform-cloud', interactive: { redirectUris: [`${BASE_URL}/auth/v1/callback/google`], confidential: true } }),
-    TestIdentityProvider.start({ clientId: 'platform-cloud', interactive: { redirectUris: [`${BASE_URL}/auth/v1/callback/microsoft`], confidential: true } }),
-    FakeOAuthProvider.start('github'),
-    FakeOAuthProvider.start('facebook'),
-  ]);
-  platform = await startCloud({
-    env: {
-      GOOGLE_CLIENT_ID: google.clientId,
-      GOOGLE_CLIENT_SECRET: google.clientSecret,
-      GOOGLE_ISSUER: google.issuer,
-      MICROSOFT_CLIENT_ID: microsoft.clientId,
-      MICROSOFT_CLIENT_SECRET: microsoft.clientSecret,
-      MICROSOFT_ISSUER: microsoft.issuer,
-      ...github.env(),
-      ...facebook.env(),
-    },
-  });
+  providers = await StandInProviders.start();
+  platform = await startCloud({ env: providers.env() });
 });
 
 afterAll(async () => {
-  await Promise.all([google?.close(), microsoft?.close(), github?.close(), facebook?.close()]);
+  await providers?.close();
   await platform?.close();
 });
 
@@ -65,12 +42,12 @@ function accountAt(provider: Provider, email: string): string {
   const id = ++accounts;
   if (provider === 'google' || provider === 'microsoft') {
     const login = `${provider}-account-${id}`;
-    (provider === 'google' ? google : microsoft).setAccount(login, { email, email_verified: true, name: `Account ${id}` });
+    (provider === 'google' ? providers.google : providers.microsoft).setAccount(login, { email, email_verified: true, name: `Account ${id}` });
     return login;
   }
   const user = { id: 70_000 + id, name: `Account ${id}`, emails: [{ email, primary: true, verified: true }] };
-  if (provider === 'github') github.user = user;
-  else facebook.user = user;
+  if (provider === 'github') providers.github.user = user;
+  else providers.facebook.user = user;
   return String(user.id);
 }
 
@@ -81,24 +58,13 @@ interface Started {
 }
 
 async function start(browser: CookieJar, provider: Provider, extra: Record<string, string> = {}): Promise<Started> {
-  const { verifier, challenge } = await pkce();
-  const query = new URLSearchParams({ provider, client: 'console', redirect_uri: CONSOLE_REDIRECT, code_challenge: challenge, state: 'client-state', ...extra });
-  const res = await call(platform, 'get', `/auth/v1/start?${query}`, { headers: browser.headers() });
-  expect(res.status).toBe(302);
-  browser.store(res.headers['set-cookie']);
-  return { verifier, challenge, authorizeUrl: res.headers.location! };
+  const { verifier, challenge, location } = await startSignIn(platform, browser, provider, extra);
+  return { verifier, challenge, authorizeUrl: location.href };
 }
 
 /** Someone signed in at the provider as `login` opens the authorize URL; the provider sends their browser to our callback. */
 async function finishIn(browser: CookieJar, provider: Provider, started: Started, login: string): Promise<URL> {
-  const back =
-    provider === 'google' ? await google.authorize(started.authorizeUrl, login)
-    : provider === 'microsoft' ? await microsoft.authorize(started.authorizeUrl, login)
-    : provider === 'github' ? await github.authorize(started.authorizeUrl)
-    : await facebook.authorize(started.authorizeUrl);
-  const res = await call(platform, 'get', `${back.pathname}${back.search}`, { headers: browser.headers() });
-  expect(res.status).toBe(302);
-  return new URL(res.headers.location!);
+  return returnToCallback(platform, browser, await providers.authorize(provider, started.authorizeUrl, login));
 }
 
 const exchange = (code: string, verifier: string, headers: Record<string, string> = {}) =>
@@ -139,7 +105,7 @@ describe('the flow cookie of GET /auth/v1/start', () => {
   });
 
   it('is named platform_flow (still Secure and HttpOnly) when the base URL is http', async () => {
-    const plain = await startCloud({ env: { PLATFORM_BASE_URL: 'http://localhost:8080', ...github.env() } });
+    const plain = await startCloud({ env: { PLATFORM_BASE_URL: 'http://localhost:8080', ...providers.github.env() } });
     try {
       const { challenge } = await pkce();
       const res = await call(plain, 'get', `/auth/v1/start?${new URLSearchParams({ provider: 'github', client: 'console', redirect_uri: CONSOLE_REDIRECT, code_challenge: challenge })}`);
@@ -206,11 +172,11 @@ describe('the callback', () => {
     accountAt('github', newAddress('nocookie'));
     const browser = new CookieJar();
     const started = await start(browser, 'github');
-    const back = await github.authorize(started.authorizeUrl);
-    const tokenCalls = github.requests.filter((entry) => entry.path === '/token').length;
+    const back = await providers.github.authorize(started.authorizeUrl);
+    const tokenCalls = providers.github.requests.filter((entry) => entry.path === '/token').length;
     const bare = await call(platform, 'get', `${back.pathname}${back.search}`);
     expectDenied(new URL(bare.headers.location!));
-    expect(github.requests.filter((entry) => entry.path === '/token')).toHaveLength(tokenCalls);
+    expect(providers.github.requests.filter((entry) => entry.path === '/token')).toHaveLength(tokenCalls);
     // The flow is gone: not even its own browser finishes it now.
     const late = await call(platform, 'get', `${back.pathname}${back.search}`, { headers: browser.headers() });
     expect(late.status).toBe(400);
@@ -224,7 +190,7 @@ describe('the callback', () => {
     await start(theirs, 'github');
     const started = await start(mine, 'github');
     expect(theirs.get('__Host-platform_flow')).not.toBe(mine.get('__Host-platform_flow'));
-    const back = await github.authorize(started.authorizeUrl);
+    const back = await providers.github.authorize(started.authorizeUrl);
     const res = await call(platform, 'get', `${back.pathname}${back.search}`, { headers: theirs.headers() });
     expectDenied(new URL(res.headers.location!));
   });
@@ -319,16 +285,10 @@ describe('one address, one account', () => {
   it('an emailed-code link answers a code that only the ticket\'s session turns into a method', async () => {
     const owner = await emailSignIn(platform, newAddress('mail-owner'));
     const added = newAddress('added');
-    const { verifier, challenge } = await pkce();
-    const startAnswer = await call(platform, 'post', '/auth/v1/email/start', {
-      body: { email: added, client: 'console', redirect_uri: CONSOLE_REDIRECT, code_challenge: challenge, state: 's', link: await ticketFor(owner) },
-    });
-    expect(startAnswer.status).toBe(202);
-    const verified = await call(platform, 'post', '/auth/v1/email/verify', { body: { email: added, code: (await lastMailTo(platform.outbox, added)).digits } });
-    expect(verified.status).toBe(200);
+    const { code, verifier } = await emailedSignInCode(platform, added, { link: await ticketFor(owner) });
     // Someone who got hold of the code and verifier, without the owner's session: nothing.
     expect(await methodsOf(owner.personId)).toHaveLength(1);
-    const stolen = await exchange(verified.body.code, verifier);
+    const stolen = await exchange(code, verifier);
     expect(stolen.body.error).toBe('invalid_grant');
     expect(await methodsOf(owner.personId)).toHaveLength(1);
     // The address signs nobody in to the owner's account: it is a new person's.

@@ -3,13 +3,13 @@ import request from 'supertest';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { storedDate } from '../../src/db/dates.js';
 import { JoinKeyEntity } from '../../src/modules/devices/entities.js';
-import { WebSessionEntity } from '../../src/modules/devices/page-session.js';
+import { WebSessionEntity } from '../../src/web/device-approval/page-session.js';
 import { SignInFlowEntity } from '../../src/modules/signin/entities.js';
 import { DAY_MS, SWEEP_KINDS, type SweepKind } from '../../src/sweeper/kinds.js';
 import { newId } from '../../src/util/ids.js';
 import { runCliCapturing } from '../support/cli.js';
 import { mintRun } from '../support/cloud-agents.js';
-import { bearer, CONSOLE_REDIRECT, createTeam, emailSignIn, inviteTo, lastMailTo, pkce, startCloud, type CloudPlatform, type SignedIn } from '../support/cloud.js';
+import { bearer, CONSOLE_REDIRECT, createTeam, emailedSignInCode, emailSignIn, inviteTo, startCloud, type CloudPlatform, type SignedIn } from '../support/cloud.js';
 import { deviceHeaders, enrolDevice, type EnrolledDevice } from '../support/devices.js';
 import { call, serverOf } from '../support/platform.js';
 
@@ -143,12 +143,8 @@ describe('reuse detection inside the grace', () => {
   });
 
   it('a one-time sign-in code, replayed a day after it expired (the last moment of its grace) after a sweep, still ends the session it started', async () => {
-    const { verifier, challenge } = await pkce();
-    const email = `reuse-${unique()}@sweep.test`;
-    expect((await call(platform, 'post', '/auth/v1/email/start', { body: { email, client: 'console', redirect_uri: CONSOLE_REDIRECT, code_challenge: challenge, state: 's' } })).status).toBe(202);
-    const mail = await lastMailTo(platform.outbox, email);
-    const verified = await call(platform, 'post', '/auth/v1/email/verify', { body: { email, code: mail.digits } });
-    const exchange = { grant_type: 'authorization_code', code: verified.body.code, code_verifier: verifier, redirect_uri: CONSOLE_REDIRECT };
+    const { code, verifier } = await emailedSignInCode(platform, `reuse-${unique()}@sweep.test`);
+    const exchange = { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: CONSOLE_REDIRECT };
     const tokens = await call(platform, 'post', '/auth/v1/token', { body: exchange });
     expect(tokens.status).toBe(200);
     const codeExpiry = Math.max(...(await timesOf('sign_in_codes', 'id', 'expires_at', 'used_at IS NOT NULL')).values());

@@ -1,11 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { Response } from 'supertest';
 import { connectRedis } from '../../adapters/state/redis.js';
 import { buildApp, type Platform } from '../../src/app.js';
 import { createLogger } from '../../src/logger.js';
 import { PersonIdentityEntity } from '../../src/modules/organisation/entities.js';
 import { ManualClock } from '../../src/util/clock.js';
+import { pollForTokens, requestDeviceCode } from '../support/devices.js';
 import { TestIdentityProvider } from '../support/idp.js';
 import { call, createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
 
@@ -50,13 +50,7 @@ afterAll(async () => {
   await first?.close();
 });
 
-async function askForCode(replica: Platform, from: string): Promise<Response> {
-  return call(replica, 'post', '/relay/v1/device/code', {
-    host,
-    headers: { 'X-Forwarded-For': from },
-    body: { workspaceId: 'ws', name: 'replicated' },
-  });
-}
+const codeRequestFrom = (replica: Platform, from: string) => requestDeviceCode(replica, { host, from, body: { workspaceId: 'ws', name: 'replicated' } });
 
 describe('per-address limits in Redis', () => {
   it('count device/code requests of both replicas together, in one key that expires with the window', async () => {
@@ -66,8 +60,8 @@ describe('per-address limits in Redis', () => {
     expect(await redis.exists(key)).toBe(0);
 
     for (let i = 0; i < 30; i++) {
-      expect((await askForCode(first, from)).status).toBe(200);
-      expect((await askForCode(second, from)).status).toBe(200);
+      expect((await codeRequestFrom(first, from)).status).toBe(200);
+      expect((await codeRequestFrom(second, from)).status).toBe(200);
     }
     expect(await redis.get(key)).toBe('60');
     const ttl = await redis.pttl(key);
@@ -75,22 +69,22 @@ describe('per-address limits in Redis', () => {
     expect(ttl).toBeLessThanOrEqual(60_000);
 
     for (const replica of [first, second]) {
-      const refused = await askForCode(replica, from);
+      const refused = await codeRequestFrom(replica, from);
       expect(refused.status).toBe(429);
       expect(refused.body.error).toBe('too_many_requests');
       expect(refused.headers['retry-after']).toBe('60');
     }
     const elsewhere = newAddress();
     keys.add(addressKey('device-code-address', elsewhere));
-    expect((await askForCode(second, elsewhere)).status).toBe(200);
+    expect((await codeRequestFrom(second, elsewhere)).status).toBe(200);
   });
 
   it('keep each rule in its own key', async () => {
     const from = newAddress();
     keys.add(addressKey('device-code-address', from));
     keys.add(addressKey('device-token-address', from));
-    expect((await askForCode(first, from)).status).toBe(200);
-    const polled = await call(second, 'post', '/relay/v1/device/token', { host, headers: { 'X-Forwarded-For': from }, body: { device_code: 'unknown' } });
+    expect((await codeRequestFrom(first, from)).status).toBe(200);
+    const polled = await pollForTokens(second, 'unknown', { host, from });
     expect(polled.body.error).toBe('invalid_grant');
     expect(await redis.get(addressKey('device-code-address', from))).toBe('1');
     expect(await redis.get(addressKey('device-token-address', from))).toBe('1');

@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import { RedisStore } from 'rate-limit-redis';
 import { connectRedis } from '../../adapters/state/redis.js';
 import { call, createOrganisation, startPlatform, type TestPlatform } from '../support/platform.js';
-import { createPerson, deviceHeaders, enrolDevice, type EnrolledDevice } from '../support/devices.js';
+import { createPerson, deviceHeaders, enrolDevice, requestDeviceCode, type EnrolledDevice } from '../support/devices.js';
 import { RedisServer } from '../support/redis-server.js';
 
 /**
@@ -77,13 +77,10 @@ async function tearDown(setup: Setup | undefined): Promise<void> {
 
 let address = 0;
 /** A rate-limited request (device code, 60 a minute per address), from an address of its own. */
-function askForCode(setup: Setup) {
+function limitedRequest(setup: Setup) {
   address += 1;
-  return call(setup.platform, 'post', '/relay/v1/device/code', {
-    host: setup.host,
-    headers: { 'X-Forwarded-For': `10.77.${Math.floor(address / 250)}.${(address % 250) + 1}` },
-    body: { workspaceId: 'ws', name: 'recovering' },
-  });
+  const from = `10.77.${Math.floor(address / 250)}.${(address % 250) + 1}`;
+  return requestDeviceCode(setup.platform, { host: setup.host, from, body: { workspaceId: 'ws', name: 'recovering' } });
 }
 
 /** A request with a DPoP-bound token: its proof goes through the replay cache in Redis. */
@@ -102,7 +99,7 @@ async function expectWorking(setup: Setup): Promise<void> {
   const ready = await readiness(setup);
   expect(ready.status).toBe(200);
   expect(ready.body.checks).toEqual({ database: 'ok', migrations: 'ok', redis: 'ok', rateLimits: 'ok', replayCache: 'ok', relay: 'ok' });
-  expect((await askForCode(setup)).status).toBe(200);
+  expect((await limitedRequest(setup)).status).toBe(200);
   expect((await withProof(setup)).status).toBe(200);
 }
 
@@ -115,7 +112,7 @@ async function expectRefusing(setup: Setup): Promise<void> {
     message: 'not ready: redis, rateLimits, replayCache and relay are not usable',
     checks: { database: 'ok', migrations: 'ok', redis: 'unreachable', rateLimits: 'unreachable', replayCache: 'unreachable', relay: 'not subscribed' },
   });
-  const limited = await askForCode(setup);
+  const limited = await limitedRequest(setup);
   expect(limited.status).toBe(503);
   expect(limited.body.error).toBe('unavailable');
   expect(limited.headers['retry-after']).toBe('1');
@@ -161,7 +158,7 @@ describe('Redis stopped and started while the platform runs', () => {
   it('loads the scripts again when Redis answers NOSCRIPT (SCRIPT FLUSH), in the request itself', async () => {
     await setup.redis.call('SCRIPT', 'FLUSH');
     expect(await setup.redis.call('SCRIPT', 'EXISTS', ...(await loadedShas()))).toEqual([0, 0]);
-    expect((await askForCode(setup)).status).toBe(200);
+    expect((await limitedRequest(setup)).status).toBe(200);
     // The increment script is back (the request loaded it); readiness loads the other.
     expect((await setup.redis.call('SCRIPT', 'EXISTS', ...(await loadedShas())) as number[]).filter((loaded) => loaded === 1).length).toBeGreaterThanOrEqual(1);
     await expectWorking(setup);
@@ -190,7 +187,7 @@ describe('Redis that answers but cannot run the rate-limit scripts', () => {
         message: 'not ready: rateLimits is not usable',
         checks: { redis: 'ok', rateLimits: 'scripts not loaded', replayCache: 'ok', relay: 'ok' },
       });
-      const refused = await askForCode(setup);
+      const refused = await limitedRequest(setup);
       expect(refused.status).toBe(503);
       expect(refused.body.error).toBe('unavailable');
       // DPoP needs no script: it goes on working.
@@ -199,7 +196,7 @@ describe('Redis that answers but cannot run the rate-limit scripts', () => {
       await setup.redis.call('ACL', 'SETUSER', 'default', '+script');
     }
     // The failed reload left nothing stuck in the store: its next NOSCRIPT loads the script.
-    expect((await askForCode(setup)).status).toBe(200);
+    expect((await limitedRequest(setup)).status).toBe(200);
     await expectWorking(setup);
   });
 });
@@ -227,7 +224,7 @@ describe('Redis down when the platform started', () => {
     await startRedis(setup);
     await expect(bare.increment('k')).rejects.toThrow();
     // The platform's stores, made the same way at the same moment, work (see above).
-    expect((await askForCode(setup)).status).toBe(200);
+    expect((await limitedRequest(setup)).status).toBe(200);
   });
 });
 

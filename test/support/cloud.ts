@@ -111,23 +111,33 @@ export const bearer = (token: string, organisationId?: string): Record<string, s
 });
 
 /**
- * A person signs in with an emailed code as the console does: start, read the code from the
- * outbox, verify, exchange with the PKCE verifier. Answers the tokens and who they are. With
- * `link` (a ticket) and `session` (the access token of the session that asked for it), the
- * address is added to that person instead: the exchange carries the session's token.
+ * An emailed-code sign-in up to the code the client exchanges: start as the console does (`start`
+ * adds or replaces fields of the body), read the code from the outbox, verify it. Answers that
+ * one-time code and the PKCE verifier that goes with it.
  */
-export async function emailSignIn(platform: CloudPlatform, email: string, options: { link?: string; session?: string } = {}): Promise<SignedIn> {
+export async function emailedSignInCode(platform: CloudPlatform, email: string, start: Record<string, unknown> = {}): Promise<{ code: string; verifier: string }> {
   const { verifier, challenge } = await pkce();
-  const start = await call(platform, 'post', '/auth/v1/email/start', {
-    body: { email, client: 'console', redirect_uri: CONSOLE_REDIRECT, code_challenge: challenge, state: 'st', ...(options.link ? { link: options.link } : {}) },
+  const started = await call(platform, 'post', '/auth/v1/email/start', {
+    body: { email, client: 'console', redirect_uri: CONSOLE_REDIRECT, code_challenge: challenge, state: 'st', ...start },
   });
-  expect(start.status).toBe(202);
+  expect(started.status).toBe(202);
   const mail = await lastMailTo(platform.outbox, email.toLowerCase());
   const verified = await call(platform, 'post', '/auth/v1/email/verify', { body: { email, code: mail.digits } });
   expect(verified.status).toBe(200);
+  return { code: verified.body.code as string, verifier };
+}
+
+/**
+ * A person signs in with an emailed code as the console does: the code as `emailedSignInCode`
+ * gets it, exchanged with the PKCE verifier. Answers the tokens and who they are. With `link` (a
+ * ticket) and `session` (the access token of the session that asked for it), the address is added
+ * to that person instead: the exchange carries the session's token.
+ */
+export async function emailSignIn(platform: CloudPlatform, email: string, options: { link?: string; session?: string } = {}): Promise<SignedIn> {
+  const { code, verifier } = await emailedSignInCode(platform, email, options.link ? { link: options.link } : {});
   const token = await call(platform, 'post', '/auth/v1/token', {
     headers: options.session ? bearer(options.session) : {},
-    body: { grant_type: 'authorization_code', code: verified.body.code, code_verifier: verifier, redirect_uri: CONSOLE_REDIRECT },
+    body: { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: CONSOLE_REDIRECT },
   });
   expect(token.status).toBe(200);
   const me = await call(platform, 'get', '/cloud/v1/me', { headers: bearer(token.body.access_token) });
@@ -152,7 +162,7 @@ export async function mintSession(
   email: string,
   organisations: [organisationId: string, role: OrganisationRole][] = [],
 ): Promise<{ personId: string; access_token: string; refresh_token: string }> {
-  const { personId, methodId } = await platform.services.signIn.resolvePerson('email', { subject: email, email, emailVerified: true, name: email });
+  const { personId, methodId } = await platform.services.signIn.accounts.resolvePerson('email', { subject: email, email, emailVerified: true, name: email });
   for (const [organisationId, role] of organisations) await platform.services.organisations.setRole(organisationId, personId, role);
   const tokens = await platform.dataSource.transaction((manager) =>
     platform.services.sessions.start(manager, { id: newId('ses'), personId, client: 'console', signInMethodId: methodId }),

@@ -1,4 +1,6 @@
 import * as DPoP from 'dpop';
+import type { Response } from 'supertest';
+import type { Platform } from '../../src/app.js';
 import { call, type TestPlatform } from './platform.js';
 import type { DeviceKind, DeviceRecord } from '../../src/modules/devices/entities.js';
 import { DeviceEntity } from '../../src/modules/devices/entities.js';
@@ -72,6 +74,51 @@ export async function deviceHeaders(enrolled: EnrolledDevice, method: string, ur
   return { Authorization: `DPoP ${token}`, DPoP: proof };
 }
 
+/** What `POST /relay/v1/device/code` answers a device (RFC 8628 3.2). */
+export interface AskedCode {
+  device_code: string;
+  user_code: string;
+  verification_uri: string;
+  verification_uri_complete: string;
+  expires_in: number;
+  interval: number;
+}
+
+/** How a test's device reaches the service: the organisation's host, the address it comes from (behind a trusted proxy), more headers. */
+export interface DeviceRequest {
+  host?: string;
+  /** Sent as `X-Forwarded-For`, for the per-address rate limits. */
+  from?: string;
+  headers?: Record<string, string>;
+}
+
+const headersOf = (request: DeviceRequest): Record<string, string> => ({ ...(request.from ? { 'X-Forwarded-For': request.from } : {}), ...request.headers });
+
+/** A workbench's request for a code as sent, with `body` in place of a valid one; the answer as it came (refusals, limits). */
+export function requestDeviceCode(platform: Platform, request: DeviceRequest & { body?: unknown } = {}): Promise<Response> {
+  return call(platform, 'post', '/relay/v1/device/code', {
+    ...(request.host ? { host: request.host } : {}),
+    headers: headersOf(request),
+    body: request.body ?? { workspaceId: 'ws-test', name: 'Test workbench' },
+  });
+}
+
+/** A device asks for a code (a valid body, with `body`'s fields over the defaults) and gets one. */
+export async function askForCode(platform: Platform, request: DeviceRequest & { body?: Record<string, unknown> } = {}): Promise<AskedCode> {
+  const res = await requestDeviceCode(platform, { ...request, body: { workspaceId: 'ws-test', name: 'Test workbench', ...request.body } });
+  if (res.status !== 200) throw new Error(`device code: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body as AskedCode;
+}
+
+/** The device's poll with its device code (`body`'s fields added); the answer as it came. */
+export function pollForTokens(platform: Platform, deviceCode: string, request: DeviceRequest & { body?: Record<string, unknown> } = {}): Promise<Response> {
+  return call(platform, 'post', '/relay/v1/device/token', {
+    ...(request.host ? { host: request.host } : {}),
+    headers: headersOf(request),
+    body: { device_code: deviceCode, ...request.body },
+  });
+}
+
 /**
  * A workbench enrolled through the real device-code flow (self-hosted): it asks for a code, a
  * person with `approver` headers looks it up and approves it, the device polls for its tokens.
@@ -83,13 +130,12 @@ export async function enrolThroughDeviceCode(
   options: { name?: string; headers?: Record<string, string> } = {},
 ): Promise<TokenAnswer> {
   const headers = options.headers ?? {};
-  const code = await call(platform, 'post', '/relay/v1/device/code', { host, headers, body: { workspaceId: 'ws-enrolled', name: options.name ?? 'Enrolled workbench' } });
-  if (code.status !== 200) throw new Error(`device code: ${code.status} ${JSON.stringify(code.body)}`);
+  const code = await askForCode(platform, { host, headers, body: { workspaceId: 'ws-enrolled', name: options.name ?? 'Enrolled workbench' } });
   for (const step of ['look-up', 'approve']) {
-    const res = await call(platform, 'post', `/platform/v1/device-approvals/${step}`, { host, headers: { ...headers, ...approver }, body: { userCode: code.body.user_code } });
+    const res = await call(platform, 'post', `/platform/v1/device-approvals/${step}`, { host, headers: { ...headers, ...approver }, body: { userCode: code.user_code } });
     if (res.status !== 200) throw new Error(`${step}: ${res.status} ${JSON.stringify(res.body)}`);
   }
-  const tokens = await call(platform, 'post', '/relay/v1/device/token', { host, headers, body: { device_code: code.body.device_code } });
+  const tokens = await pollForTokens(platform, code.device_code, { host, headers });
   if (tokens.status !== 200) throw new Error(`device token: ${tokens.status} ${JSON.stringify(tokens.body)}`);
   return tokens.body as TokenAnswer;
 }

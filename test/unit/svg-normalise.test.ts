@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { checkSvg, SvgRefusal } from '../../src/modules/pictures/svg/pipeline.js';
+import { svgRefusal } from '../support/svg.js';
 import { MAX_VALUE_LENGTH } from '../../src/modules/pictures/svg/rules.js';
 
 /** Normalisation (what is removed, what is kept, what is refused instead), the SVG 2 vocabulary
@@ -12,15 +13,7 @@ const DOCTYPE_10 = '<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.0//EN"\n  "http://ww
 const INKSCAPE = 'http://www.inkscape.org/namespaces/inkscape';
 const SODIPODI = 'http://sodipodi.sourceforge.net/DTD/sodipodi-0.dtd';
 
-function refusal(text: string): SvgRefusal {
-  try {
-    void checkSvg(text);
-  } catch (error) {
-    if (error instanceof SvgRefusal) return error;
-    throw error;
-  }
-  throw new Error('accepted');
-}
+const refusal = svgRefusal;
 
 describe('normalisation', () => {
   it('removes the standard SVG 1.1 and 1.0 DOCTYPEs, and keeps the XML declaration', () => {

@@ -1,18 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
-import { checkSvg, SvgRefusal } from '../../src/modules/pictures/svg/pipeline.js';
+import { checkSvg } from '../../src/modules/pictures/svg/pipeline.js';
+import { svgRefusal } from '../support/svg.js';
 import { referenceProblem, urlAsParsed } from '../../src/modules/pictures/svg/references.js';
 
 const svg = (body: string, attributes = '') => `<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink"${attributes}>${body}</svg>`;
 
-function refusal(text: string): SvgRefusal {
-  try {
-    void checkSvg(text);
-  } catch (error) {
-    if (error instanceof SvgRefusal) return error;
-    throw error;
-  }
-  throw new Error('accepted');
-}
+const refusal = svgRefusal;
 
 describe('the SVG pipeline', () => {
   it('accepts a plain picture, with a byte order mark and a UTF-8 declaration', () => {

@@ -2,7 +2,7 @@ import type { Principal } from '../../auth/principal.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { named, timestampSchema } from '../../http/schema.js';
 import { organisationSummarySchema } from '../organisation/schemas.js';
-import type { SignInService } from '../signin/service.js';
+import type { SignInAccounts } from '../signin/accounts.js';
 import type { AccountService } from './service.js';
 
 /** The signed-in person's account (spec 4.4; Cloud only, Cloud session). */
@@ -46,15 +46,16 @@ const ok = named('Ok', {
 
 const common = { tag: 'Cloud account', cloudOnly: true, tenant: false, auth: ['cloud-session'] } as const;
 
-const me = (principal: Principal | undefined) => principal!.personId!;
+const me = (principal: Principal) => principal.personId!;
 
-export function accountRoutes(accounts: AccountService, signIn: SignInService): RouteDefinition[] {
+export function accountRoutes(accounts: AccountService, signIn: Pick<SignInAccounts, 'issueLinkTicket'>): RouteDefinition[] {
   return [
     defineRoute({
       ...common,
       method: 'get',
       path: '/cloud/v1/me',
       operationId: 'getMe',
+      permission: { authenticated: "the caller's own account: a Cloud session reaches only its own person" },
       summary: 'The signed-in person',
       schemas: {},
       responses: { 200: { description: 'The person, their organisations and sign-in methods.', schema: personSchema } },
@@ -65,6 +66,7 @@ export function accountRoutes(accounts: AccountService, signIn: SignInService): 
       method: 'patch',
       path: '/cloud/v1/me',
       operationId: 'updateMe',
+      permission: { authenticated: "the caller's own account: a Cloud session reaches only its own person" },
       summary: 'Rename the signed-in person',
       schemas: {
         body: {
@@ -76,7 +78,7 @@ export function accountRoutes(accounts: AccountService, signIn: SignInService): 
       },
       responses: { 200: { description: 'Renamed.', schema: ok } },
       handler: async ({ body, principal }) => {
-        await accounts.rename(me(principal), body.name, principal!.organisationId);
+        await accounts.rename(me(principal), body.name, principal.organisationId);
         return { status: 200, body: { ok: true } };
       },
     }),
@@ -85,6 +87,7 @@ export function accountRoutes(accounts: AccountService, signIn: SignInService): 
       method: 'delete',
       path: '/cloud/v1/me',
       operationId: 'deleteMe',
+      permission: { authenticated: "the caller's own account: a Cloud session reaches only its own person" },
       summary: 'Delete the account',
       description:
         'Removes the person, every sign-in method and session, and every organisation only they belong to with all its contents; they leave every ' +
@@ -118,7 +121,7 @@ export function accountRoutes(accounts: AccountService, signIn: SignInService): 
       },
       errors: { 400: ['confirm'], 409: ['sole_owner'] },
       handler: async ({ body, principal }) => {
-        await accounts.delete(me(principal), body.confirm, principal!.organisationId);
+        await accounts.delete(me(principal), body.confirm, principal.organisationId);
         return { status: 204 };
       },
     }),
@@ -127,6 +130,7 @@ export function accountRoutes(accounts: AccountService, signIn: SignInService): 
       method: 'post',
       path: '/cloud/v1/me/sign-in-methods/link',
       operationId: 'createLinkTicket',
+      permission: { authenticated: "the caller's own account: a Cloud session reaches only its own person" },
       summary: 'A ticket to add a sign-in method',
       description:
         'Pass the ticket as `link` to `GET /auth/v1/start` or `POST /auth/v1/email/start`. The flow ends with a one-time code that adds the provider ' +
@@ -148,13 +152,14 @@ export function accountRoutes(accounts: AccountService, signIn: SignInService): 
           },
         },
       },
-      handler: async ({ principal }) => ({ status: 200, body: await signIn.issueLinkTicket(me(principal), principal!.sessionId!), headers: { 'Cache-Control': 'no-store' } }),
+      handler: async ({ principal }) => ({ status: 200, body: await signIn.issueLinkTicket(me(principal), principal.sessionId!), headers: { 'Cache-Control': 'no-store' } }),
     }),
     defineRoute({
       ...common,
       method: 'delete',
       path: '/cloud/v1/me/sign-in-methods/{methodId}',
       operationId: 'removeSignInMethod',
+      permission: { authenticated: "the caller's own account: a Cloud session reaches only its own person" },
       summary: 'Remove a sign-in method',
       description: 'Sessions the method signed in end with it (the caller\'s own session stays). The last method cannot be removed.',
       schemas: {
@@ -172,7 +177,7 @@ export function accountRoutes(accounts: AccountService, signIn: SignInService): 
       },
       errors: { 404: ['not_found'], 409: ['last_sign_in_method'] },
       handler: async ({ params, principal }) => {
-        await accounts.removeMethod(me(principal), params.methodId, principal!.sessionId, principal!.organisationId);
+        await accounts.removeMethod(me(principal), params.methodId, principal.sessionId, principal.organisationId);
         return { status: 204 };
       },
     }),

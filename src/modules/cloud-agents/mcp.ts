@@ -1,6 +1,5 @@
-import { subject } from '@casl/ability';
 import type { Request } from 'express';
-import { abilityOf } from '../../../policies/index.js';
+import { abilityOf, authorize } from '../../../policies/index.js';
 import type { Principal } from '../../auth/principal.js';
 import { ApiError, notFound } from '../../errors.js';
 import { jsonBoundsViolation, type JsonLimits } from '../../http/json-bounds.js';
@@ -205,9 +204,7 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
 
   async function handle(req: Request, principal: Principal, runId: string): Promise<Reply> {
     const ability = abilityOf(principal);
-    if (!ability.can('relay', subject('CloudAgentRun', { id: runId, organisationId: principal.organisationId }) as never)) {
-      throw notFound('no such run');
-    }
+    authorize(ability, 'relay', 'CloudAgentRun', { id: runId, organisationId: principal.organisationId }, () => notFound('no such run'));
     const iss = configuredIssuer ?? requestOrigin(req).origin;
     if (!acceptsJson(req.headers.accept)) {
       throw new ApiError(406, 'not_acceptable', 'this endpoint answers application/json only (no event streams): Accept must allow it');
@@ -261,6 +258,7 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
       method: 'post',
       path,
       operationId: 'callCloudAgentRunTools',
+      permission: ['relay', 'CloudAgentRun'],
       summary: "The run's MCP endpoint (Streamable HTTP, JSON answers)",
       description:
         'MCP Streamable HTTP, JSON answers only, no sessions. The run credential as `Authorization: Bearer platform_cr_…` (valid until the run ends or expires; refused on every other route). ' +
@@ -285,7 +283,7 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
       },
       errors: { 404: ['not_found'], 406: ['not_acceptable'] },
       protocolErrors: { schema: jsonRpcErrorResponseSchema, codes: { 400: [-32700, -32600] } },
-      handler: ({ req, params, principal }) => handle(req, principal!, params.runId),
+      handler: ({ req, params, principal }) => handle(req, principal, params.runId),
     }),
     refusedMethod({
       method: 'get',

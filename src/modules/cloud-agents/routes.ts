@@ -48,6 +48,7 @@ export function cloudAgentRoutes(runs: CloudAgentService): RouteDefinition[] {
       method: 'post',
       path: '/cloud-agents/v1/runs',
       operationId: 'registerCloudAgentRun',
+      permission: { record: ['create', 'CloudAgentRun'], why: 'the service asks: a workbench (403 workbench_required), in a project its person holds a role in (404 otherwise), which the token does not carry' },
       summary: "Register a run sent to a provider's cloud agent",
       description:
         'A workbench registers a run before handing it to the provider. Checks, in order: a workbench, not a node (403 `workbench_required`; a node token also lacks the `cloud-agents:write` scope: 403 `insufficient_scope`); `startedBy`, when sent, is the device\'s person (403 `started_by_mismatch`); the project is the organisation\'s (404 `not_found`); the project\'s effective policy has `cloudAgents.allowed` (403 `cloud_agents_disabled`); `expiresAt`, when sent, is ahead (400 `invalid_request`); and the person has fewer than `cloudAgents.maxConcurrent` runs going, counted over all their workbenches (409 `max_concurrent_runs`). ' +
@@ -64,7 +65,7 @@ export function cloudAgentRoutes(runs: CloudAgentService): RouteDefinition[] {
       errors: { 403: ['workbench_required', 'started_by_mismatch', 'cloud_agents_disabled'], 404: ['not_found'], 409: ['max_concurrent_runs'] },
       handler: async ({ body, principal, req }) => {
         // The trusted origin of the request (PLATFORM_BASE_URL, or the validated host that chose the organisation).
-        const answer = await runs.register(principal!, body as RunRegistration, (runId) => absoluteUrl(req, `/cloud-agents/v1/runs/${runId}/mcp`));
+        const answer = await runs.register(principal, body as RunRegistration, (runId) => absoluteUrl(req, `/cloud-agents/v1/runs/${runId}/mcp`));
         return { status: 201, body: answer, headers: { 'Cache-Control': 'no-store' } };
       },
     }),
@@ -73,6 +74,7 @@ export function cloudAgentRoutes(runs: CloudAgentService): RouteDefinition[] {
       method: 'post',
       path: '/cloud-agents/v1/runs/{runId}/events',
       operationId: 'reportCloudAgentRunEvents',
+      permission: { record: ['update', 'CloudAgentRun'], why: 'only the workbench that registered the run (policies/cloud-agent.ts): the service asks about the stored run, 404 for anyone else' },
       summary: 'Report what happened to a run',
       description:
         'Only the workbench that registered the run; anyone else (another device of the organisation included) gets 404. Events carry the provider\'s task id, page, pull request and a sentence, never task text: unknown fields are 400 `invalid_request`, fields named like task text (`task`, `prompt`, `text`, `instructions`, …) 400 `task_text_not_allowed`. ' +
@@ -87,7 +89,7 @@ export function cloudAgentRoutes(runs: CloudAgentService): RouteDefinition[] {
       },
       errors: { 400: ['task_text_not_allowed'], 404: ['not_found'], 409: ['run_ended', 'run_event_limit'] },
       handler: async ({ params, body, principal }) => {
-        const accepted = await runs.recordEvents(principal!, params.runId, body.events as RunEvent[]);
+        const accepted = await runs.recordEvents(principal, params.runId, body.events as RunEvent[]);
         return { status: 200, body: { accepted }, headers: { 'Cache-Control': 'no-store' } };
       },
     }),
@@ -96,6 +98,7 @@ export function cloudAgentRoutes(runs: CloudAgentService): RouteDefinition[] {
       method: 'post',
       path: '/cloud-agents/v1/runs/{runId}/end',
       operationId: 'endCloudAgentRun',
+      permission: { record: ['update', 'CloudAgentRun'], why: 'only the workbench that registered the run (policies/cloud-agent.ts): the service asks about the stored run, 404 for anyone else' },
       summary: 'End a run',
       description:
         'Only the workbench that registered the run (anyone else: 404). The run credential stops working at once, on every replica. Ending again is harmless: 200 with the same answer, `endedAt` the first end. The body is an empty object `{}` (or none); anything in it is 400 `invalid_request`.',
@@ -106,7 +109,7 @@ export function cloudAgentRoutes(runs: CloudAgentService): RouteDefinition[] {
       },
       errors: { 404: ['not_found'] },
       handler: async ({ params, principal }) => {
-        return { status: 200, body: await runs.end(principal!, params.runId), headers: { 'Cache-Control': 'no-store' } };
+        return { status: 200, body: await runs.end(principal, params.runId), headers: { 'Cache-Control': 'no-store' } };
       },
     }),
   ];

@@ -1,7 +1,6 @@
-import { subject } from '@casl/ability';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
-import { abilityOf, defineAbilityFor } from '../../../policies/index.js';
+import { abilityOf, authorize, defineAbilityFor } from '../../../policies/index.js';
 import { audit, actorOf } from '../../audit.js';
 import type { Principal, ProjectRole } from '../../auth/principal.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
@@ -102,10 +101,8 @@ export class CloudAgentService {
     }
     await this.deps.projects.get(organisationId, input.projectId);
     const inProject = defineAbilityFor({ ...principal, projectRoles: await this.deps.projects.rolesOf(organisationId, personId) });
-    if (!inProject.can('create', subject('CloudAgentRun', { organisationId, projectId: input.projectId }) as never)) {
-      // As the projects API and pictures answer the same person: as if there were no such project.
-      throw notFound('no such project');
-    }
+    // As the projects API and pictures answer the same person: as if there were no such project.
+    authorize(inProject, 'create', 'CloudAgentRun', { organisationId, projectId: input.projectId }, () => notFound('no such project'));
     const { policy } = await this.deps.policies.effective(organisationId, input.projectId);
     if (!policy.cloudAgents.allowed) {
       throw new ApiError(403, 'cloud_agents_disabled', "the project's policy does not allow cloud agent runs");
@@ -226,9 +223,8 @@ export class CloudAgentService {
   /** The caller's own run (policies/cloud-agent.ts: only the registering workbench); anyone else: 404. */
   private async ownRun(store: CloudAgentStore, principal: Principal, runId: string): Promise<CloudAgentRunRecord> {
     const run = await store.findRunForUpdate(principal.organisationId, runId);
-    if (!run || !ability(principal).can('update', subject('CloudAgentRun', { id: run.id, organisationId: run.organisationId, deviceId: run.deviceId }) as never)) {
-      throw notFound('no such run');
-    }
+    if (!run) throw notFound('no such run');
+    authorize(ability(principal), 'update', 'CloudAgentRun', { id: run.id, organisationId: run.organisationId, deviceId: run.deviceId }, () => notFound('no such run'));
     return run;
   }
 }

@@ -5,7 +5,6 @@ import { notFound } from '../../errors.js';
 import { decodeCursor, encodeCursor, nextCursorSchema } from '../../http/pagination.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { named, timestampSchema } from '../../http/schema.js';
-import type { OrganisationRecord } from '../organisation/entities.js';
 import { timestamp } from '../../util/clock.js';
 import {
   JOIN_KEY_DEFAULT_TTL_SECONDS,
@@ -38,9 +37,9 @@ const pageQuerySchema = {
 
 // Authorization --------------------------------------------------------------------------------
 
-/** Refuses (403) unless the caller may `action` on `type` records of their organisation at all. */
-function allow(principal: Principal | undefined, action: Action, type: 'JoinKey' | 'Device', record: { organisationId: string }) {
-  const ability = abilityOf(principal!);
+/** Refuses (403) unless the caller may `action` on this record (the chain asked about the type already). */
+function allow(principal: Principal, action: Action, type: 'JoinKey' | 'Device', record: { organisationId: string }) {
+  const ability = abilityOf(principal);
   authorize(ability, action, type, record);
 }
 
@@ -170,14 +169,13 @@ const ADMIN_ROUTE = {
 } as const;
 
 export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRouteOptions): RouteDefinition[] {
-  const organisationOf = (tenant: OrganisationRecord | undefined) => ({ organisationId: tenant!.id });
-
   return [
     defineRoute({
       ...ADMIN_ROUTE,
       method: 'post',
       path: '/platform/v1/join-keys',
       operationId: 'createJoinKey',
+      permission: ['create', 'JoinKey'],
       summary: 'Create a join key (owners and admins)',
       description:
         'A key enrols nodes at `POST /relay/v1/device/join` with no approval step; the creator is recorded as their approver, ' +
@@ -185,10 +183,9 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
       schemas: { body: createJoinKeySchema },
       responses: { 201: { description: 'The key, shown this once.', schema: createdJoinKeySchema, headers: { 'Cache-Control': { description: '`no-store`: the answer holds a secret.', schema: { type: 'string' } } } } },
       handler: async ({ body, principal, tenant, req }) => {
-        allow(principal, 'create', 'JoinKey', organisationOf(tenant));
         const { key, view } = await joinKeys.create({
           organisationId: tenant!.id,
-          createdBy: principal!.personId!,
+          createdBy: principal.personId!,
           description: body.description.trim(),
           expiresInSeconds: body.expiresInSeconds ?? JOIN_KEY_DEFAULT_TTL_SECONDS,
           reusable: body.reusable ?? false,
@@ -208,6 +205,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
       method: 'get',
       path: '/platform/v1/join-keys',
       operationId: 'listJoinKeys',
+      permission: ['read', 'JoinKey'],
       summary: "The organisation's join keys, newest first (owners and admins)",
       description: 'Every key, in every state; never a key\'s value.',
       schemas: { query: pageQuerySchema },
@@ -223,8 +221,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
           },
         },
       },
-      handler: async ({ query, principal, tenant }) => {
-        allow(principal, 'read', 'JoinKey', organisationOf(tenant));
+      handler: async ({ query, tenant }) => {
         const page = await joinKeys.list(tenant!.id, query.limit ?? DEFAULT_PAGE_SIZE, decodeCursor(query.cursor));
         return {
           status: 200,
@@ -238,14 +235,14 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
       method: 'delete',
       path: '/platform/v1/join-keys/{joinKeyId}',
       operationId: 'revokeJoinKey',
+      permission: ['delete', 'JoinKey'],
       summary: 'Revoke a join key (owners and admins)',
       description: 'The key stops working at once; revoking twice is harmless. Nodes it already enrolled keep working: revoke those at `DELETE /platform/v1/devices/{deviceId}`.',
       schemas: { params: joinKeyParamsSchema },
       responses: { 204: { description: 'Revoked.' } },
       errors: { 404: ['not_found'] },
       handler: async ({ params, principal, tenant, req }) => {
-        // The role first, so that a member learns nothing of which keys exist.
-        allow(principal, 'delete', 'JoinKey', organisationOf(tenant));
+        // The chain asked about the role first (permission), so a member learns nothing of which keys exist.
         const record = await joinKeys.find(tenant!.id, params.joinKeyId);
         allow(principal, 'delete', 'JoinKey', record);
         await joinKeys.revoke(record);
@@ -259,6 +256,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
       method: 'get',
       path: '/platform/v1/devices',
       operationId: 'listDevices',
+      permission: ['read', 'Device'],
       summary: "The organisation's enrolled devices, newest first (owners and admins)",
       description: 'Devices still enrolled; a revoked device is no longer listed.',
       schemas: { query: pageQuerySchema },
@@ -274,8 +272,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
           },
         },
       },
-      handler: async ({ query, principal, tenant }) => {
-        allow(principal, 'read', 'Device', organisationOf(tenant));
+      handler: async ({ query, tenant }) => {
         const limit = query.limit ?? DEFAULT_PAGE_SIZE;
         const page = pageOf(await devices.listDevicesPage(tenant!.id, limit, decodeCursor(query.cursor)), limit);
         const people = await devices.people(page.items.map((device) => device.personId));
@@ -291,13 +288,13 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
       method: 'delete',
       path: '/platform/v1/devices/{deviceId}',
       operationId: 'revokeDevice',
+      permission: ['delete', 'Device'],
       summary: 'Revoke a device (owners and admins)',
       description: 'Every token of the device stops working at once; the device must enrol again. Revoking twice is harmless.',
       schemas: { params: deviceParamsSchema },
       responses: { 204: { description: 'Revoked.' } },
       errors: { 404: ['not_found'] },
       handler: async ({ params, principal, tenant, req }) => {
-        allow(principal, 'delete', 'Device', organisationOf(tenant));
         const device = await devices.findDevice(params.deviceId);
         if (!device || device.organisationId !== tenant!.id) throw notFound('no device has this id');
         allow(principal, 'delete', 'Device', device);

@@ -27,16 +27,18 @@ const NOT_FOUND = 'No pending request has this code in your organisation: unknow
 
 const FORBIDDEN = 'Another person claimed the code, or the code is a node\'s and the caller is not an owner or admin (`forbidden`).';
 
-function approverOf(principal: Principal | undefined): Approver {
-  const actor = principal!;
+function approverOf(principal: Principal): Approver {
+  const actor = principal;
   return { personId: actor.personId!, organisationId: actor.organisationId, role: actor.role };
 }
 
 /** A decision on a device's enrolment is an administrative change: one audit line, never the code. */
 export function auditDecision(logger: Logger, principal: Principal | undefined, device: PendingDevice, decision: 'approved' | 'denied'): void {
+  // The approval page passes the principal its own sign-in set (limitLookUps); never none.
+  if (!principal) throw new Error('a device decision is audited with the principal that made it');
   audit(logger, {
     action: decision === 'approved' ? 'device.approved' : 'device.denied',
-    organisationId: principal!.organisationId,
+    organisationId: principal.organisationId,
     actor: actorOf(principal),
     target: { kind: device.kind, name: device.name },
   });
@@ -66,6 +68,9 @@ const common = {
   extension: true,
   tenant: true,
   auth: ['person', 'cloud-session'],
+  // Any member approves a workbench, only owners and admins a node: the service asks about the
+  // request's kind once it has found it (device-code.ts, mayApproveKind).
+  permission: ['approve', 'DeviceRequest'],
   rateLimits: RATE_LIMITS,
   schemas: { body: userCodeRequestSchema },
   errors: { 403: ['forbidden'], 404: ['not_found'] },

@@ -1,12 +1,12 @@
 import type { Deployment } from '../../deployment.js';
 import type { DpopVerifier } from '../../auth/dpop.js';
-import { NO_STORE, noStoreHeader, oauthErrorAnswer, verifyTokenEndpointProof } from './token-endpoint.js';
+import { oauthError } from '../oauth/errors.js';
+import { NO_STORE, noStoreHeader, oauthErrorAnswer, verifyTokenEndpointProof } from '../oauth/token-endpoint.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { absoluteUrl } from '../../http/origin.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import type { DeviceCodeService } from './device-code.js';
 import { requireShownAsIs } from './requester-text.js';
-import { oauthError } from './device-code.js';
 import {
   DEVICE_CODE_GRANT_TYPE,
   deviceCodeAnswerSchema,
@@ -41,6 +41,7 @@ export function deviceCodeRoutes({ deviceCodes, dpop, config }: DeviceCodeRouteO
       method: 'post',
       path: '/relay/v1/device/code',
       operationId: 'startDeviceCode',
+      permission: 'public',
       summary: 'Ask to enrol a device (device-code flow, RFC 8628)',
       description:
         'Answers a `device_code` to poll with and a `user_code` for a person to approve at `verification_uri`. ' +
@@ -91,6 +92,7 @@ export function deviceCodeRoutes({ deviceCodes, dpop, config }: DeviceCodeRouteO
       method: 'post',
       path: '/relay/v1/device/token',
       operationId: 'pollDeviceToken',
+      permission: 'public',
       summary: 'Poll for the tokens of an approved device code',
       description:
         'Poll every `interval` seconds. A code asked for with `dpop_jkt` needs a `DPoP` proof header signed by that key ' +

@@ -1,14 +1,13 @@
 import { randomInt } from 'node:crypto';
-import { subject } from '@casl/ability';
-import { defineAbilityFor } from '../../../policies/index.js';
+import { defineAbilityFor, permits } from '../../../policies/index.js';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { OrganisationRole } from '../../auth/principal.js';
 import { isUniqueViolation } from '../../db/errors.js';
-import { ApiError, forbidden, notFound } from '../../errors.js';
-import type { ErrorCode } from '../../error-codes.js';
+import { forbidden, notFound } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { hashSecret, newSecret } from '../../util/secrets.js';
+import { oauthError } from '../oauth/errors.js';
 import type { OrganisationService } from '../organisation/service.js';
 import {
   DeviceAuthorizationEntity,
@@ -53,9 +52,6 @@ export function normaliseUserCode(input: string): string | undefined {
   for (const char of code) if (!USER_CODE_ALPHABET.includes(char)) return undefined;
   return code;
 }
-
-/** RFC 8628 3.5 token-endpoint errors: 400 with `error` and `error_description`. */
-export const oauthError = (code: ErrorCode, message: string): ApiError => new ApiError(400, code, message, { oauth: true });
 
 export interface DeviceCodeSettings {
   deviceCodeTtlSeconds: number;
@@ -201,7 +197,7 @@ export class DeviceCodeService {
     if (!organisationId || !approverId) throw oauthError('invalid_grant', 'the device code is not valid');
     // The approver's membership is checked again when the tokens are handed out.
     const role = await this.organisations.roleOf(organisationId, approverId);
-    if (!role || !mayApproveKind(record.kind, role, organisationId)) {
+    if (!role || !mayApproveKind(record.kind, { personId: approverId, organisationId, role })) {
       // Final, as RFC 8628 makes access_denied: the person regaining the role later must not
       // revive an approval they could no longer give.
       await this.dataSource.manager.update(DeviceAuthorizationEntity, { id: record.id, status: 'approved' }, { status: 'denied' });
@@ -346,7 +342,7 @@ export class DeviceCodeService {
   }
 
   private async claim(record: DeviceAuthorizationRecord, approver: Approver): Promise<void> {
-    if (!approver.role || !mayApproveKind(record.kind, approver.role, approver.organisationId)) throw forbidden('only owners and admins may approve a node');
+    if (!approver.role || !mayApproveKind(record.kind, { ...approver, role: approver.role })) throw forbidden('only owners and admins may approve a node');
     if (record.claimedBy === approver.personId) return;
     if (record.claimedBy !== null) throw forbidden('another person has opened this code; only they may approve or deny it');
     const result = await this.dataSource.manager
@@ -362,8 +358,13 @@ export class DeviceCodeService {
   }
 }
 
-/** Who may approve which kind of device is a rule of policies/device.ts. */
-export function mayApproveKind(kind: DeviceKind, role: OrganisationRole, organisationId: string): boolean {
-  const ability = defineAbilityFor({ kind: 'person', organisationId, personId: 'approver', role, projectRoles: new Map() });
-  return ability.can('approve', subject('DeviceRequest', { organisationId, kind }) as never);
+/**
+ * Who may approve which kind of device is a rule of policies/device.ts, asked for the person who
+ * approves (or approved) with their role in the organisation as stored now: the caller of the API
+ * or the approval page, or the approver of record when the device polls. The rule does not tell
+ * person tokens and Cloud sessions apart, so the approver is asked about as a person.
+ */
+export function mayApproveKind(kind: DeviceKind, approver: Approver & { role: OrganisationRole }): boolean {
+  const ability = defineAbilityFor({ kind: 'person', organisationId: approver.organisationId, personId: approver.personId, role: approver.role, projectRoles: new Map() });
+  return permits(ability, 'approve', 'DeviceRequest', { organisationId: approver.organisationId, kind });
 }

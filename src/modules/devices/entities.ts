@@ -1,4 +1,5 @@
 import { EntitySchema } from 'typeorm';
+import { rotatingTokenColumns, type RotatingTokenFields } from '../oauth/rotating-token.js';
 
 /**
  * Devices (workbenches and nodes), their tokens, device-code authorisations and join keys.
@@ -29,24 +30,6 @@ export interface DeviceRecord {
 }
 
 export type DeviceTokenKind = 'access' | 'refresh';
-
-/** A token of a rotating pair (device tokens, Cloud session tokens): what the refresh grace needs. */
-export interface RotatingTokenFields {
-  id: string;
-  kind: 'access' | 'refresh';
-  tokenHash: string;
-  /** The refresh token this pair was issued with (both tokens of a pair share it). */
-  pairId: string;
-  expiresAt: Date;
-  createdAt: Date;
-  /** Refresh tokens: when exchanged; a second exchange after the grace ends everything. */
-  usedAt: Date | null;
-  /** Refresh tokens: the pair that replaced this one, sealed with a key only the holder of this
-   * refresh token can derive; kept for the concurrent-refresh grace only (auth/refresh-grace.ts). */
-  graceSealed: string | null;
-  graceUntil: Date | null;
-  revokedAt: Date | null;
-}
 
 export interface DeviceTokenRecord extends RotatingTokenFields {
   id: string;
@@ -145,19 +128,6 @@ export const DeviceEntity = new EntitySchema<DeviceRecord>({
     { name: 'fk_devices_person', target: 'Person', columnNames: ['personId'], referencedColumnNames: ['id'], onDelete: 'CASCADE' },
   ],
 });
-
-/** The columns of a rotating token's row, the same for devices and Cloud sessions. */
-export const rotatingTokenColumns = {
-  kind: { type: 'varchar', length: 10 },
-  tokenHash: hash('token_hash'),
-  pairId: ref('pair_id'),
-  expiresAt: when('expires_at'),
-  createdAt: when('created_at'),
-  usedAt: optionalWhen('used_at'),
-  graceSealed: { type: 'text', name: 'grace_sealed', nullable: true, default: null },
-  graceUntil: optionalWhen('grace_until'),
-  revokedAt: optionalWhen('revoked_at'),
-} as const;
 
 export const DeviceTokenEntity = new EntitySchema<DeviceTokenRecord>({
   name: 'DeviceToken',

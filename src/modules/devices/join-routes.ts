@@ -5,7 +5,7 @@ import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import type { JoinKeyService } from './join-keys.js';
 import { requireShownAsIs } from './requester-text.js';
 import { tokenAnswerSchema } from './schemas.js';
-import { dpopProofHeader, NO_STORE, noStoreHeader, oauthErrorAnswer, verifyTokenEndpointProof } from './token-endpoint.js';
+import { dpopProofHeader, NO_STORE, noStoreHeader, oauthErrorAnswer, verifyTokenEndpointProof } from '../oauth/token-endpoint.js';
 
 /**
  * Joining with a key (spec 3, 4.6): a node presents a join key an owner or admin created and is
@@ -70,6 +70,7 @@ export function joinRoutes(options: { joinKeys: JoinKeyService; dpop: DpopVerifi
       method: 'post',
       path: '/relay/v1/device/join',
       operationId: 'joinWithKey',
+      permission: 'public',
       summary: 'Enrol a node with a join key',
       description:
         "Enrols a node at once; the key's creator is recorded as its approver and must still be an owner or admin of the organisation. " +

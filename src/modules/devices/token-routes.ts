@@ -1,6 +1,6 @@
 import { DpopError, type DpopVerifier } from '../../auth/dpop.js';
 import { ApiError } from '../../errors.js';
-import { dpopProofHeader, NO_STORE, noStoreHeader, oauthErrorAnswer, proofRefusal, verifyTokenEndpointProof } from './token-endpoint.js';
+import { dpopProofHeader, NO_STORE, noStoreHeader, oauthErrorAnswer, proofRefusal, verifyTokenEndpointProof } from '../oauth/token-endpoint.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { tokenAnswerSchema } from './schemas.js';
@@ -43,6 +43,7 @@ export function tokenRoutes(options: { tokens: DeviceTokenService; dpop: DpopVer
       method: 'post',
       path: '/relay/v1/token',
       operationId: 'refreshDeviceToken',
+      permission: 'public',
       summary: 'Exchange a device refresh token for a new pair',
       description:
         'Every use rotates the refresh token. Presenting a replaced refresh token again ends every token of the device ' +

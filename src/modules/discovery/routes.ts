@@ -68,6 +68,7 @@ export function discoveryRoutes(config: DiscoverySettings): RouteDefinition[] {
       method: 'get',
       path: '/.well-known/platform.json',
       operationId: 'getDiscoveryDocument',
+      permission: 'public',
       summary: 'Discovery document',
       description:
         'What the deployment offers and how to sign in. Cacheable for five minutes; answers carry an ETag and `If-None-Match` gives 304.',

@@ -121,6 +121,7 @@ export function healthRoutes(probes: readonly ReadinessProbe[], options: { timeo
       method: 'get',
       path: '/healthz',
       operationId: 'getLiveness',
+      permission: 'public',
       summary: 'Liveness probe (no I/O)',
       tag: 'Health',
       extension: true,
@@ -135,6 +136,7 @@ export function healthRoutes(probes: readonly ReadinessProbe[], options: { timeo
       method: 'get',
       path: '/readyz',
       operationId: 'getReadiness',
+      permission: 'public',
       summary: 'Readiness probe (database, migrations, and Redis with what stands on it)',
       description:
         'Ready when the database answers, no migration is pending, and (with REDIS_URL) Redis answers, the rate-limit scripts are loaded in it and the DPoP replay cache can write to it. Each check has 2 s.',

@@ -159,7 +159,7 @@ const usageSummarySchema = named('UsageSummary', {
   additionalProperties: false,
 } as const);
 
-function requireAdmin(principal: Principal | undefined, organisationId: string): void {
+function requireAdmin(principal: Principal, organisationId: string): void {
   const actor = principal as Principal;
   authorize(abilityOf(actor), 'read', 'Activity', { organisationId });
 }
@@ -172,6 +172,7 @@ export function ingestRoutes(service: IngestService, reader: IngestReader, limit
   const consoleRoute = {
     tenant: true,
     auth: ['person', 'cloud-session'] as const,
+    permission: ['read', 'Activity'] as const,
     forbids: true,
     extension: true,
     tag: 'Ingest',
@@ -186,6 +187,7 @@ export function ingestRoutes(service: IngestService, reader: IngestReader, limit
       method: 'post',
       path: '/ingest/v1',
       operationId: 'ingest',
+      permission: { authenticated: 'a device uploads what its own workbench recorded (the ingest:write scope); no rule of policies/ reads uploads' },
       summary: 'Upload events, usage, audit records and tasks',
       description:
         'Stored in one transaction, all or nothing. Items are identified (events by `seq` per device and workspace; usage, audit and tasks by `id` per device), so a retry stores nothing twice and answers zero counts with the same cursors. ' +
@@ -203,7 +205,7 @@ export function ingestRoutes(service: IngestService, reader: IngestReader, limit
       responses: { 200: { description: 'What was newly stored and the cursors to resume from.', schema: ingestAnswerSchema } },
       errors: { 400: ['unsupported_schema_version'], 404: ['not_found'] },
       handler: async ({ body, principal }) => {
-        const device = principal!;
+        const device = principal;
         const answer = await service.ingest({ organisationId: device.organisationId, deviceId: device.deviceId as string }, body as IngestEnvelope);
         return { status: 200, body: answer, headers: { 'Cache-Control': 'no-store' } };
       },

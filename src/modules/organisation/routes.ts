@@ -9,6 +9,7 @@ export function organisationRoutes(): RouteDefinition[] {
       method: 'get',
       path: '/platform/v1/organisation',
       operationId: 'getOrganisation',
+      permission: ['read', 'Organisation'],
       summary: "The caller's organisation and its edition",
       tag: 'Organisation',
       tenant: true,
@@ -18,7 +19,7 @@ export function organisationRoutes(): RouteDefinition[] {
       responses: { 200: { description: 'The organisation.', schema: platformOrganisationSchema } },
       handler: ({ principal, tenant }) => {
         const organisation = tenant!;
-        const actor = principal!;
+        const actor = principal;
         const ability = abilityOf(actor);
         authorize(ability, 'read', 'Organisation', organisation);
         return {

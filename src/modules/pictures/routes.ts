@@ -1,4 +1,3 @@
-import { subject } from '@casl/ability';
 import { authorize, defineAbilityFor } from '../../../policies/index.js';
 import type { Principal, ProjectRole } from '../../auth/principal.js';
 import { notFound } from '../../errors.js';
@@ -31,12 +30,12 @@ type PictureAction = 'read' | 'update' | 'delete';
  * person's role in the project. Not a member (or another organisation's project, or none): 404;
  * a member whose role does not allow the action: 403.
  */
-async function requireAccess(projects: ProjectRoles, principal: Principal | undefined, projectId: string, action: PictureAction): Promise<void> {
-  const caller = principal!;
+async function requireAccess(projects: ProjectRoles, principal: Principal, projectId: string, action: PictureAction): Promise<void> {
+  const caller = principal;
   const roles = caller.personId === undefined ? new Map<string, ProjectRole>() : await projects.rolesOf(caller.organisationId, caller.personId);
   const ability = defineAbilityFor({ ...caller, projectRoles: roles });
   const record = { organisationId: caller.organisationId, projectId };
-  if (!ability.can('read', subject('Picture', { ...record }) as never)) throw notFound('no such project');
+  authorize(ability, 'read', 'Picture', record, () => notFound('no such project'));
   if (action !== 'read') authorize(ability, action, 'Picture', record);
 }
 
@@ -122,6 +121,7 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
       method: 'get',
       path: '/projects/v1/{id}/pictures',
       operationId: 'listPictures',
+      permission: { record: ['read', 'Picture'], why: 'the device\'s person\'s role in the project decides (policies/picture.ts): the handler asks about the project in the path, 404 outside it, 403 for a role that may not write' },
       summary: "A project's pictures",
       description:
         'Every member of the project (viewers too), newest first (by last save, then slug), without SVG; each picture\'s spec with `include=spec`. `people` names every person the listed pictures mention. ' +
@@ -155,6 +155,7 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
       method: 'get',
       path: '/projects/v1/{id}/pictures/{slug}',
       operationId: 'getPicture',
+      permission: { record: ['read', 'Picture'], why: 'the device\'s person\'s role in the project decides (policies/picture.ts): the handler asks about the project in the path, 404 outside it, 403 for a role that may not write' },
       summary: 'A picture, whole',
       description: 'Every member of the project. The ETag is the version; with `If-None-Match` naming it, 304.',
       deviceScope: 'pictures:read',
@@ -178,6 +179,7 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
       method: 'get',
       path: '/projects/v1/{id}/pictures/{slug}/previous',
       operationId: 'getPreviousPicture',
+      permission: { record: ['read', 'Picture'], why: 'the device\'s person\'s role in the project decides (policies/picture.ts): the handler asks about the project in the path, 404 outside it, 403 for a role that may not write' },
       summary: 'The version before the current one, whole',
       description: 'Every member of the project. One step back: the version the current one replaced (its own `version`, spec and SVG); 404 when the picture has only one version.',
       deviceScope: 'pictures:read',
@@ -201,6 +203,7 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
       method: 'put',
       path: '/projects/v1/{id}/pictures/{slug}',
       operationId: 'savePicture',
+      permission: { record: ['update', 'Picture'], why: 'the device\'s person\'s role in the project decides (policies/picture.ts): the handler asks about the project in the path, 404 outside it, 403 for a role that may not write' },
       summary: 'Save a picture (a new version)',
       description:
         'Contributors and owners of the project. An update needs `If-Match: "<version>"` (the version the change is based on), a create `If-None-Match: *` or `If-Match: "0"` ' +
@@ -235,7 +238,7 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
       errors: { 400: ['invalid_svg', 'unsafe_svg', 'unsupported_schema_version'], 404: ['not_found'], 409: ['picture_limit_reached'], ...preconditionErrors },
       handler: async ({ params, body, principal, req }) => {
         await requireAccess(projects, principal, params.id, 'update');
-        const { picture, created, normalised } = await pictures.save(params.id, params.slug, principal!.personId as string, body as PictureWrite, readPreconditions(req.headers));
+        const { picture, created, normalised } = await pictures.save(params.id, params.slug, principal.personId as string, body as PictureWrite, readPreconditions(req.headers));
         return { status: created ? 201 : 200, headers: pictureHeaders(picture), body: { ...whole(picture), normalised } };
       },
     }),
@@ -244,6 +247,7 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
       method: 'delete',
       path: '/projects/v1/{id}/pictures/{slug}',
       operationId: 'deletePicture',
+      permission: { record: ['delete', 'Picture'], why: 'the device\'s person\'s role in the project decides (policies/picture.ts): the handler asks about the project in the path, 404 outside it, 403 for a role that may not write' },
       summary: 'Delete a picture and its previous version',
       description: 'Contributors and owners of the project. Needs `If-Match: "<version>"`, the current version: 428 without it (`If-Match: *` and `If-None-Match` are not enough), 412 when it does not hold.',
       deviceScope: 'pictures:write',

@@ -105,8 +105,8 @@ async function revisionsReply(query: { limit?: number; cursor?: string }, read: 
   };
 }
 
-function ability(principal: Principal | undefined) {
-  return abilityOf(principal!);
+function ability(principal: Principal) {
+  return abilityOf(principal);
 }
 
 export function policyRoutes(policies: PolicyService, options: PolicyRouteOptions): RouteDefinition[] {
@@ -150,6 +150,7 @@ export function policyRoutes(policies: PolicyService, options: PolicyRouteOption
       method: 'get',
       path: '/policy/v1',
       operationId: 'getPolicy',
+      permission: ['read', 'Policy'],
       summary: 'The effective policy',
       description:
         "The policy the calling workbench enforces: the organisation's, or with `projectId` that project's override merged over it; the service's defaults (`published: false`) until the organisation publishes. The ETag is the revision: poll with `If-None-Match` and get 304 while nothing changed.",
@@ -185,6 +186,7 @@ export function policyRoutes(policies: PolicyService, options: PolicyRouteOption
       method: 'put',
       path: '/policy/v1/organisation',
       operationId: 'publishOrganisationPolicy',
+      permission: ['update', 'Policy'],
       summary: "Publish the organisation's policy",
       description:
         "Owners and admins publish the whole document; it applies to every workbench from its next request to this replica, and within a second on every other replica (at once with Redis). Kept as a new revision unless it equals the one that applies (then nothing is stored and the answer says `changed: false`). A document that does not validate is refused (400 naming the field) and the previous one stays. With `If-Match` (the ETag of `GET /policy/v1`) the publish is made only over that revision: 412 otherwise, so two people editing at once cannot overwrite each other. Answers the organisation's effective policy.",
@@ -207,6 +209,7 @@ export function policyRoutes(policies: PolicyService, options: PolicyRouteOption
       method: 'put',
       path: '/policy/v1/projects/{projectId}',
       operationId: 'publishProjectPolicy',
+      permission: ['update', 'Policy'],
       summary: "Publish a project's policy override",
       description:
         "Owners and admins of the organisation publish any part of the document for one project; it is merged over the organisation's policy (objects key by key, arrays and values replaced) and the result must validate. `{}` clears the override. An override equal to the one that applies is not stored again (`changed: false`). With `If-Match` (the ETag of `GET /policy/v1?projectId=…`, which changes with the organisation's policy too) the publish is made only over that revision, 412 otherwise. Answers the project's effective policy.",
@@ -232,6 +235,7 @@ export function policyRoutes(policies: PolicyService, options: PolicyRouteOption
       method: 'get',
       path: '/policy/v1/organisation/revisions',
       operationId: 'listOrganisationPolicyRevisions',
+      permission: ['update', 'Policy'],
       summary: "Publishes of the organisation's policy",
       description: 'Owners and admins: the stored publishes, newest first, each as published and whether it still validates.',
       tag: 'Policy',
@@ -251,6 +255,7 @@ export function policyRoutes(policies: PolicyService, options: PolicyRouteOption
       method: 'get',
       path: '/policy/v1/projects/{projectId}/revisions',
       operationId: 'listProjectPolicyRevisions',
+      permission: ['update', 'Policy'],
       summary: "Publishes of a project's policy override",
       description: 'Owners and admins of the organisation: the stored overrides of the project, newest first.',
       tag: 'Policy',
@@ -274,6 +279,7 @@ export function policyRoutes(policies: PolicyService, options: PolicyRouteOption
       method: 'post',
       path: '/policy/v1/organisation/revisions/{number}/restore',
       operationId: 'restoreOrganisationPolicyRevision',
+      permission: ['update', 'Policy'],
       summary: "Make an earlier publish of the organisation's policy current again",
       description:
         'Owners and admins: the document of publish `number` (of the organisation\'s policy) is published again, as a new publish; the history is kept. ' +
@@ -300,6 +306,7 @@ export function policyRoutes(policies: PolicyService, options: PolicyRouteOption
       method: 'post',
       path: '/policy/v1/projects/{projectId}/revisions/{number}/restore',
       operationId: 'restoreProjectPolicyRevision',
+      permission: ['update', 'Policy'],
       summary: "Make an earlier publish of a project's override current again",
       description:
         "Owners and admins of the organisation: the override of publish `number` (of this project) is published again, as a new publish. It must still validate, on its own and merged over the organisation's current policy (409 `invalid_revision` otherwise). " +

@@ -1,6 +1,5 @@
-import { subject } from '@casl/ability';
 import type { Logger } from 'pino';
-import { authorize, defineAbilityFor, type AppAbility } from '../../../policies/index.js';
+import { authorize, defineAbilityFor, permits, type AppAbility } from '../../../policies/index.js';
 import { actorOf, audit } from '../../audit.js';
 import type { Principal } from '../../auth/principal.js';
 import { forbidden, notFound } from '../../errors.js';
@@ -31,17 +30,17 @@ const memberParams = {
 } as const;
 
 
-async function abilityOf(projects: ProjectService, principal: Principal | undefined): Promise<AppAbility> {
-  const caller = principal!;
+async function abilityOf(projects: ProjectService, principal: Principal): Promise<AppAbility> {
+  const caller = principal;
   const roles = await projects.rolesOf(caller.organisationId, caller.personId!);
   return defineAbilityFor({ ...caller, projectRoles: roles });
 }
 
 /** The project, if the caller may see it (404 otherwise), and the caller's ability. */
-async function visibleProject(projects: ProjectService, principal: Principal | undefined, projectId: string) {
+async function visibleProject(projects: ProjectService, principal: Principal, projectId: string) {
   const ability = await abilityOf(projects, principal);
-  const project = await projects.get(principal!.organisationId, projectId);
-  if (!ability.can('read', subject('Project', { id: project.id, organisationId: project.organisationId }) as never)) throw notFound('no such project');
+  const project = await projects.get(principal.organisationId, projectId);
+  authorize(ability, 'read', 'Project', { id: project.id, organisationId: project.organisationId }, () => notFound('no such project'));
   return { project, ability };
 }
 
@@ -50,8 +49,8 @@ function memberBody(member: ProjectMemberEntry) {
 }
 
 export function projectRoutes(projects: ProjectService, logger: Logger): RouteDefinition[] {
-  const record = (principal: Principal | undefined, action: string, target: Record<string, string | number | boolean | null>) =>
-    audit(logger, { action, organisationId: principal!.organisationId, actor: actorOf(principal), target });
+  const record = (principal: Principal, action: string, target: Record<string, string | number | boolean | null>) =>
+    audit(logger, { action, organisationId: principal.organisationId, actor: actorOf(principal), target });
 
   return [
     defineRoute({
@@ -59,6 +58,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       method: 'get',
       path: '/platform/v1/projects',
       operationId: 'listProjects',
+      permission: { record: ['read', 'Project'], why: 'organisation owners and admins list every project, anyone else the projects they hold a role in: project roles decide, which the token does not carry' },
       summary: "The organisation's projects you may see",
       description: 'Organisation owners and admins see every project; everyone else the projects they belong to. Oldest first; `role` is yours in each.',
       schemas: { query: pageQuerySchema },
@@ -70,8 +70,8 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       handler: async ({ query, principal }) => {
         const ability = await abilityOf(projects, principal);
         // Every project, when the rules grant reading a project the caller holds no role in.
-        const everything = ability.can('read', subject('Project', { id: '', organisationId: principal!.organisationId }) as never);
-        const page = await projects.page(principal!.organisationId, principal!.personId!, { onlyTheirs: !everything, limit: query.limit ?? DEFAULT_PAGE_SIZE, cursor: query.cursor });
+        const everything = permits(ability, 'read', 'Project', { id: '', organisationId: principal.organisationId });
+        const page = await projects.page(principal.organisationId, principal.personId!, { onlyTheirs: !everything, limit: query.limit ?? DEFAULT_PAGE_SIZE, cursor: query.cursor });
         return {
           status: 200,
           body: { projects: page.items.map((project) => ({ id: project.id, name: project.name, createdAt: project.createdAt.toISOString(), role: project.role })), nextCursor: page.nextCursor },
@@ -84,6 +84,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       method: 'post',
       path: '/platform/v1/projects',
       operationId: 'createProject',
+      permission: ['create', 'Project'],
       summary: 'Create a project',
       description: 'Any member of the organisation; the caller becomes the project\'s owner.',
       schemas: { body: { type: 'object', required: ['name'], properties: { name: projectNameSchema }, additionalProperties: false } },
@@ -94,8 +95,8 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       errors: { 400: ['invalid_request'] },
       handler: async ({ body, principal }) => {
         const ability = await abilityOf(projects, principal);
-        authorize(ability, 'create', 'Project', { id: '', organisationId: principal!.organisationId });
-        const project = await projects.create(principal!.organisationId, { name: body.name, owner: principal!.personId });
+        authorize(ability, 'create', 'Project', { id: '', organisationId: principal.organisationId });
+        const project = await projects.create(principal.organisationId, { name: body.name, owner: principal.personId });
         record(principal, 'project.created', { projectId: project.id });
         return { status: 201, body: { id: project.id, name: project.name, createdAt: project.createdAt.toISOString(), role: 'owner' } };
       },
@@ -105,6 +106,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       method: 'get',
       path: '/platform/v1/projects/{projectId}',
       operationId: 'getProject',
+      permission: { record: ['read', 'Project'], why: 'project roles decide (policies/project.ts), which the token does not carry: the handler asks about the loaded project, 404 for one the caller may not see' },
       summary: 'A project',
       description: 'Anyone who may see it: its members, and the organisation\'s owners and admins.',
       schemas: { params: projectParams },
@@ -115,7 +117,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       errors: { 404: ['not_found'] },
       handler: async ({ params, principal }) => {
         const { project } = await visibleProject(projects, principal, params.projectId);
-        const role = (await projects.rolesOf(project.organisationId, principal!.personId!)).get(project.id) ?? null;
+        const role = (await projects.rolesOf(project.organisationId, principal.personId!)).get(project.id) ?? null;
         return { status: 200, body: { id: project.id, name: project.name, createdAt: project.createdAt.toISOString(), role }, headers: { 'Cache-Control': 'no-store' } };
       },
     }),
@@ -124,6 +126,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       method: 'patch',
       path: '/platform/v1/projects/{projectId}',
       operationId: 'renameProject',
+      permission: { record: ['update', 'Project'], why: 'project roles decide (policies/project.ts), which the token does not carry: the handler asks about the loaded project, 404 for one the caller may not see' },
       summary: 'Rename a project',
       description: 'The project\'s owners, and the organisation\'s owners and admins.',
       forbids: true,
@@ -140,7 +143,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
         authorize(ability, 'update', 'Project', project);
         const renamed = await projects.rename(project.organisationId, project.id, body.name);
         record(principal, 'project.renamed', { projectId: project.id });
-        const role = (await projects.rolesOf(project.organisationId, principal!.personId!)).get(project.id) ?? null;
+        const role = (await projects.rolesOf(project.organisationId, principal.personId!)).get(project.id) ?? null;
         return { status: 200, body: { id: renamed.id, name: renamed.name, createdAt: renamed.createdAt.toISOString(), role } };
       },
     }),
@@ -149,6 +152,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       method: 'delete',
       path: '/platform/v1/projects/{projectId}',
       operationId: 'deleteProject',
+      permission: { record: ['delete', 'Project'], why: 'project roles decide (policies/project.ts), which the token does not carry: the handler asks about the loaded project, 404 for one the caller may not see' },
       summary: 'Delete a project',
       description:
         'The project\'s owners, and the organisation\'s owners and admins. A project that holds pictures, cloud agent runs or ingested workbench data (events, usage, audit ' +
@@ -184,6 +188,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       method: 'get',
       path: '/platform/v1/projects/{projectId}/members',
       operationId: 'listProjectMembers',
+      permission: { record: ['read', 'ProjectMember'], why: 'project roles decide (policies/project.ts), which the token does not carry: the handler asks about the loaded project, 404 for one the caller may not see' },
       summary: "A project's members",
       description: 'Anyone who may see the project. In the order they were added.',
       schemas: { params: projectParams, query: pageQuerySchema },
@@ -195,7 +200,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       errors: { 400: ['invalid_request'], 404: ['not_found'] },
       handler: async ({ params, query, principal }) => {
         const { project, ability } = await visibleProject(projects, principal, params.projectId);
-        if (!ability.can('read', subject('ProjectMember', { organisationId: project.organisationId, projectId: project.id, personId: '' }) as never)) throw notFound('no such project');
+        authorize(ability, 'read', 'ProjectMember', { organisationId: project.organisationId, projectId: project.id, personId: '' }, () => notFound('no such project'));
         const page = await projects.memberPage(project.organisationId, project.id, { limit: query.limit ?? DEFAULT_PAGE_SIZE, cursor: query.cursor });
         return { status: 200, body: { members: page.items.map(memberBody), nextCursor: page.nextCursor }, headers: { 'Cache-Control': 'no-store' } };
       },
@@ -205,6 +210,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       method: 'put',
       path: '/platform/v1/projects/{projectId}/members/{personId}',
       operationId: 'setProjectMember',
+      permission: { record: ['manage-members', 'Project'], why: 'project roles decide (policies/project.ts), which the token does not carry: the handler asks about the loaded project, 404 for one the caller may not see' },
       summary: "Add a member to a project, or change their role",
       description:
         'The project\'s owners, and the organisation\'s owners and admins. The person must be a member of the organisation. A project that has an owner ' +
@@ -233,6 +239,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       method: 'delete',
       path: '/platform/v1/projects/{projectId}/members/{personId}',
       operationId: 'removeProjectMember',
+      permission: { record: ['delete', 'ProjectMember'], why: 'managing the project\'s members, or leaving it (one\'s own membership): project roles decide, which the token does not carry; the handler asks about the loaded project, 404 for one the caller may not see' },
       summary: 'Remove a member from a project, or leave it',
       description:
         'The project\'s owners and the organisation\'s owners and admins remove anyone; a member removes themselves (leaves). A project that has an owner keeps one (409 `last_owner`).',
@@ -248,10 +255,12 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       handler: async ({ params, principal }) => {
         const { project, ability } = await visibleProject(projects, principal, params.projectId);
         const own = { organisationId: project.organisationId, projectId: project.id, personId: params.personId };
-        const allowed = ability.can('manage-members', subject('Project', { ...project }) as never) || ability.can('delete', subject('ProjectMember', own) as never);
-        if (!allowed) throw forbidden('only the project\'s owners and the organisation\'s owners and admins remove others');
+        // Managing the project's members, or leaving it (removing one's own membership).
+        if (!permits(ability, 'manage-members', 'Project', project)) {
+          authorize(ability, 'delete', 'ProjectMember', own, () => forbidden('only the project\'s owners and the organisation\'s owners and admins remove others'));
+        }
         await projects.removeMember(project.organisationId, project.id, params.personId);
-        record(principal, params.personId === principal!.personId ? 'project.member_left' : 'project.member_removed', { projectId: project.id, personId: params.personId });
+        record(principal, params.personId === principal.personId ? 'project.member_left' : 'project.member_removed', { projectId: project.id, personId: params.personId });
         return { status: 204 };
       },
     }),

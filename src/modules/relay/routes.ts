@@ -88,6 +88,7 @@ export function relayRoutes(deps: { hub: RelayHub; upgrades: RelayUpgrades; keys
       method: 'get',
       path: '/relay/v1/connect',
       operationId: 'connectControlChannel',
+      permission: { authenticated: 'a device opens its own control channel (the relay:connect scope); no rule of policies/ applies' },
       summary: 'The workbench control channel (WebSocket)',
       description:
         'A WebSocket upgrade (RFC 6455), authenticated like any device request before the handshake completes: `Bearer`, or `DPoP` with a proof whose `htm` is `GET` and `htu` the http(s) form of this URL; scope `relay:connect`. Refusals are ordinary HTTP answers. ' +
@@ -112,8 +113,8 @@ export function relayRoutes(deps: { hub: RelayHub; upgrades: RelayUpgrades; keys
         }
         const credential = parseAuthorization(req.headers.authorization);
         deps.hub.accept(req, upgrade.socket, upgrade.head, {
-          deviceId: principal!.deviceId!,
-          organisationId: principal!.organisationId,
+          deviceId: principal.deviceId!,
+          organisationId: principal.organisationId,
           accessToken: credential!.token,
         });
         return undefined;
@@ -123,6 +124,7 @@ export function relayRoutes(deps: { hub: RelayHub; upgrades: RelayUpgrades; keys
       method: 'get',
       path: '/.well-known/jwks.json',
       operationId: 'getSigningKeys',
+      permission: 'public',
       summary: "The service's public signing keys",
       description:
         'The keys that sign the assertions of relayed calls (ES256, JWKS). Keys rotate: the next key is published ten minutes before it signs, and an old one stays until its last assertion has expired. Verify with any JWKS client that refetches on an unknown `kid`.',

@@ -1,6 +1,6 @@
 import { EntitySchema } from 'typeorm';
 import type { SignInClient, SignInProviderId } from './settings.js';
-import { rotatingTokenColumns, type RotatingTokenFields } from '../devices/entities.js';
+import { rotatingTokenColumns, type RotatingTokenFields } from '../oauth/rotating-token.js';
 
 /**
  * Cloud sign-in: the ways a person signs in (sign-in methods), their sessions and session

@@ -3,9 +3,9 @@ import { ApiError, invalidRequest } from '../../errors.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { defineRoute, type Reply, type RouteDefinition } from '../../http/route.js';
 import { compile, describeError, type Schema } from '../../http/schema.js';
-import { NO_STORE, noStoreHeader } from '../devices/token-endpoint.js';
+import { oauthError } from '../oauth/errors.js';
+import { NO_STORE, noStoreHeader } from '../oauth/token-endpoint.js';
 import type { CloudSessions } from './sessions.js';
-import { oauthError } from './sessions.js';
 import type { EmailStartCheck } from './email-start-check.js';
 import { IDENTITY_PROVIDERS, type IdentityProviderId, type SignInSettings } from './settings.js';
 import {
@@ -19,7 +19,8 @@ import {
   tokenRequestSchema,
 } from './schemas.js';
 import { bindingForStart, browserBindingOf, flowCookie } from './flow-binding.js';
-import { CODE_CHALLENGE, errorRedirect, MAX_STATE_LENGTH, normaliseEmail, RedirectError, type ClientRequest, type SignInService } from './service.js';
+import type { SignInService } from './service.js';
+import { CODE_CHALLENGE, errorRedirect, MAX_STATE_LENGTH, normaliseEmail, RedirectError, type ClientRequest } from './shared.js';
 
 /**
  * Cloud sign-in (spec 4.3; Cloud only). Every operation that can sign someone in is limited per
@@ -85,11 +86,13 @@ export interface SignInRouteOptions {
 
 export function signInRoutes({ service, sessions, config, origin, emailStartCheck }: SignInRouteOptions): RouteDefinition[] {
   const limits = signInRateLimits(config);
+  const { providerFlow, emailCodes, codes } = service;
   return [
     defineRoute({
       method: 'get',
       path: '/auth/v1/email/challenge',
       operationId: 'emailSignInChallenge',
+      permission: 'public',
       summary: 'What email/start asks before it mails a code',
       description:
         'Off by default: `{"kind":"none"}`, and `POST /auth/v1/email/start` needs no `proof`. With the built-in proof of work ' +
@@ -111,6 +114,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       method: 'get',
       path: '/auth/v1/providers',
       operationId: 'listSignInProviders',
+      permission: 'public',
       summary: 'The ways to sign in',
       tag: 'Cloud sign-in',
       cloudOnly: true,
@@ -119,13 +123,14 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       database: false,
       schemas: {},
       responses: { 200: { description: 'Enabled providers and `email`, in display order.', schema: providerListSchema } },
-      handler: () => ({ status: 200, body: { providers: service.providers() }, headers: { 'Cache-Control': 'public, max-age=300' } }),
+      handler: () => ({ status: 200, body: { providers: providerFlow.providers() }, headers: { 'Cache-Control': 'public, max-age=300' } }),
     }),
 
     defineRoute({
       method: 'get',
       path: '/auth/v1/start',
       operationId: 'startSignIn',
+      permission: 'public',
       summary: 'Sign in through an identity provider (authorization code with PKCE)',
       description:
         'Sends the browser to the provider. After sign-in the service sends the person to `redirect_uri` with a one-time `code` (60 seconds, single use, ' +
@@ -167,8 +172,8 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
         try {
           // The flow belongs to this browser (flow-binding.ts): only it can finish it at the callback.
           const binding = bindingForStart(req.headers.cookie, service.origin);
-          const to = await service.startProvider(one(raw.provider) ?? '', request, one(raw.link), binding);
-          return redirect(to, flowCookie(service.origin, binding, service.flowTtlSeconds));
+          const to = await providerFlow.startProvider(one(raw.provider) ?? '', request, one(raw.link), binding);
+          return redirect(to, flowCookie(service.origin, binding, providerFlow.flowTtlSeconds));
         } catch (error) {
           if (error instanceof RedirectError) return redirect(errorRedirect(request, error, service.origin));
           throw error;
@@ -180,6 +185,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       method: 'get',
       path: '/auth/v1/callback/{provider}',
       operationId: 'finishSignIn',
+      permission: 'public',
       summary: "The identity provider's answer",
       description:
         `Register \`${origin ?? '<PLATFORM_BASE_URL>'}/auth/v1/callback/<provider>\` as the redirect URI of this service's client at each provider. ` +
@@ -218,8 +224,8 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       handler: async ({ params, req }) => {
         // The callback URL registered with the provider (PLATFORM_BASE_URL's): only the query is the provider's.
         const query = req.originalUrl.indexOf('?');
-        const callbackUrl = new URL(`${service.callbackUri(params.provider as IdentityProviderId)}${query >= 0 ? req.originalUrl.slice(query) : ''}`);
-        const finished = await service.finishProvider(params.provider as IdentityProviderId, callbackUrl, browserBindingOf(req.headers.cookie, service.origin));
+        const callbackUrl = new URL(`${providerFlow.callbackUri(params.provider as IdentityProviderId)}${query >= 0 ? req.originalUrl.slice(query) : ''}`);
+        const finished = await providerFlow.finishProvider(params.provider as IdentityProviderId, callbackUrl, browserBindingOf(req.headers.cookie, service.origin));
         if (!finished) throw invalidRequest('no sign-in in progress has this state: it was not started here, took too long, or was already finished; start again');
         return redirect(finished.redirectTo);
       },
@@ -229,6 +235,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       method: 'post',
       path: '/auth/v1/email/start',
       operationId: 'startEmailSignIn',
+      permission: 'public',
       summary: 'Mail a six-digit sign-in code',
       description:
         'Always 202 `{}` when the request is well-formed, whether or not the address has an account. The code works 10 minutes and five tries; ' +
@@ -257,7 +264,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
         if (!service.isRegistered(body.client, body.redirect_uri)) {
           throw invalidRequest('redirect_uri must be registered for the client, exactly', { field: 'body.redirect_uri' });
         }
-        await service.startEmail(body.email, { client: body.client, redirectUri: body.redirect_uri, codeChallenge: body.code_challenge, state: body.state }, body.link);
+        await emailCodes.startEmail(body.email, { client: body.client, redirectUri: body.redirect_uri, codeChallenge: body.code_challenge, state: body.state }, body.link);
         return { status: 202, body: {}, headers: NO_STORE };
       },
     }),
@@ -266,6 +273,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       method: 'post',
       path: '/auth/v1/email/verify',
       operationId: 'verifyEmailSignIn',
+      permission: 'public',
       summary: 'Exchange the emailed code for a one-time code',
       description:
         'Answers the one-time code to send to `POST /auth/v1/token` with the PKCE verifier and redirect URI of the start. A code allows five tries; ' +
@@ -284,7 +292,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       },
       errors: { 400: ['invalid_code'], 409: ['already_linked'] },
       handler: async ({ body }) => {
-        const { code, state } = await service.verifyEmail(body.email, body.code);
+        const { code, state } = await emailCodes.verifyEmail(body.email, body.code);
         return { status: 200, body: { code, state }, headers: NO_STORE };
       },
     }),
@@ -293,6 +301,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       method: 'post',
       path: '/auth/v1/token',
       operationId: 'exchangeSessionToken',
+      permission: { authenticated: 'exchanges a code for tokens: a link flow\'s code with the session\'s own access token, any other code without one (the code decides, RFC 6749)' },
       summary: 'Exchange a one-time code, or refresh a session',
       description:
         '`grant_type=authorization_code` with `code`, `code_verifier`, `redirect_uri` (no client authentication: the code knows its client; `client_id` ' +
@@ -333,7 +342,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
         };
         if (body.grant_type === 'authorization_code') {
           const exchanging = principal?.sessionId !== undefined && principal.personId !== undefined ? { sessionId: principal.sessionId, personId: principal.personId } : undefined;
-          const { tokens } = await service.exchangeCode(
+          const { tokens } = await codes.exchangeCode(
             { code: field('code'), codeVerifier: field('code_verifier'), redirectUri: field('redirect_uri'), clientId: body.client_id },
             ['console', 'mobile'],
             exchanging,
@@ -352,6 +361,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       method: 'post',
       path: '/auth/v1/logout',
       operationId: 'signOut',
+      permission: { authenticated: 'ends the caller\'s own session' },
       summary: 'End the session',
       description: 'Every token issued in the session (access and refresh, the one presented included) stops working at once.',
       tag: 'Cloud sign-in',
@@ -361,7 +371,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       schemas: {},
       responses: { 204: { description: 'Signed out.' } },
       handler: async ({ principal }) => {
-        await sessions.end(principal!.sessionId!);
+        await sessions.end(principal.sessionId!);
         return { status: 204 };
       },
     }),

@@ -1,11 +1,10 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { pairWithinGrace, sealPair } from '../../auth/refresh-grace.js';
-import { ApiError } from '../../errors.js';
-import type { ErrorCode } from '../../error-codes.js';
 import type { Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { hashSecret, newSecret } from '../../util/secrets.js';
 import type { CloudSessionRecord, SessionTokenRecord } from './entities.js';
+import { oauthError } from '../oauth/errors.js';
 import { SignInStore } from './store.js';
 
 /**
@@ -37,9 +36,6 @@ export interface SessionLifetimes {
   refreshTokenTtlSeconds: number;
   refreshGraceSeconds: number;
 }
-
-/** Token endpoint refusal (RFC 6749 5.2): 400 with `error` and `error_description`. */
-export const oauthError = (code: ErrorCode, message: string): ApiError => new ApiError(400, code, message, { oauth: true });
 
 type RefreshOutcome = { tokens: SessionTokens } | { refusal: string; endSession?: string };
 

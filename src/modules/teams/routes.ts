@@ -1,7 +1,4 @@
-import { subject } from '@casl/ability';
-import { abilityOf } from '../../../policies/index.js';
 import type { Principal } from '../../auth/principal.js';
-import { forbidden } from '../../errors.js';
 import { requestOrigin } from '../../http/origin.js';
 import { DEFAULT_PAGE_SIZE, pageQuerySchema } from '../../http/pagination.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
@@ -16,7 +13,7 @@ import type { InvitationView } from './store.js';
 
 const common = { tag: 'Cloud organisations', cloudOnly: true, tenant: false, auth: ['cloud-session'] } as const;
 
-const caller = (principal: Principal | undefined) => ({ personId: principal!.personId! });
+const caller = (principal: Principal) => ({ personId: principal.personId! });
 
 const idParam = { type: 'string', minLength: 1, maxLength: 100, description: 'Organisation id (`org_…`).' } as const;
 const organisationParams = { type: 'object', required: ['id'], properties: { id: idParam }, additionalProperties: false } as const;
@@ -75,6 +72,7 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       method: 'post',
       path: '/cloud/v1/organisations',
       operationId: 'createTeam',
+      permission: ['create', 'Team'],
       summary: 'Create a team',
       description: 'Any signed-in person; the caller becomes its owner. The team\'s `kind` is `team`, its `plan` the configured one (`CLOUD_TEAM_PLAN`, default `teams`); its edition is `teams`.',
       schemas: {
@@ -86,8 +84,7 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       },
       errors: { 400: ['invalid_request'] },
       handler: async ({ body, principal }) => {
-        const ability = abilityOf(principal!);
-        if (!ability.can('create', subject('Team', {}) as never)) throw forbidden();
+        // The chain asked the caller's ability for ['create', 'Team'] (a Cloud person) already.
         return { status: 201, body: await teams.createTeam(caller(principal), body.name), headers: { 'Cache-Control': 'no-store' } };
       },
     }),
@@ -96,6 +93,7 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       method: 'patch',
       path: '/cloud/v1/organisations/{id}',
       operationId: 'renameTeam',
+      permission: { record: ['update', 'Organisation'], why: "the caller's role in the team the path names decides, not the organisation the token acts for: the teams service asks about the record with that membership (404 for a team not theirs)" },
       summary: 'Rename a team',
       description: 'Owners and admins. A personal organisation carries its person\'s name and is not renamed here (400 `personal_organisation`).',
       forbids: true,
@@ -120,6 +118,7 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       method: 'get',
       path: '/cloud/v1/organisations/{id}/members',
       operationId: 'listMembers',
+      permission: { record: ['read', 'Member'], why: "the caller's role in the team the path names decides, not the organisation the token acts for: the teams service asks about the record with that membership (404 for a team not theirs)" },
       summary: "An organisation's members",
       description: 'Any member. In the order they joined; `nextCursor` is null on the last page.',
       schemas: { params: organisationParams, query: pageQuerySchema },
@@ -139,6 +138,7 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       method: 'patch',
       path: '/cloud/v1/organisations/{id}/members/{userId}',
       operationId: 'changeMemberRole',
+      permission: { record: ['update', 'Member'], why: "the caller's role in the team the path names decides, not the organisation the token acts for: the teams service asks about the record with that membership (404 for a team not theirs)" },
       summary: "Change a member's role",
       description:
         'Owners and admins; only an owner makes or unmakes an owner. A team always keeps at least one owner (409 `last_owner`). ' +
@@ -166,6 +166,7 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       method: 'delete',
       path: '/cloud/v1/organisations/{id}/members/{userId}',
       operationId: 'removeMember',
+      permission: { record: ['delete', 'Member'], why: "the caller's role in the team the path names decides, not the organisation the token acts for: the teams service asks about the record with that membership (404 for a team not theirs)" },
       summary: 'Remove a member, or leave',
       description:
         'Owners and admins remove others; anyone removes themselves (leaves, with their own id); only an owner removes an owner. A team always keeps ' +
@@ -191,6 +192,7 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       method: 'get',
       path: '/cloud/v1/organisations/{id}/invitations',
       operationId: 'listInvitations',
+      permission: { record: ['read', 'Invitation'], why: "the caller's role in the team the path names decides, not the organisation the token acts for: the teams service asks about the record with that membership (404 for a team not theirs)" },
       summary: 'Open invitations',
       description: 'Owners and admins. Invitations not used, withdrawn or expired, oldest first, without their links.',
       forbids: true,
@@ -212,6 +214,7 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       method: 'post',
       path: '/cloud/v1/organisations/{id}/invitations',
       operationId: 'createInvitation',
+      permission: { record: ['create', 'Invitation'], why: "the caller's role in the team the path names decides, not the organisation the token acts for: the teams service asks about the record with that membership (404 for a team not theirs)" },
       summary: 'Invite someone by email',
       description:
         'Owners and admins; only an owner invites an owner. `role` is `owner`, `admin` or `member` (default `member`). The link is mailed to the address ' +
@@ -250,6 +253,7 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       method: 'delete',
       path: '/cloud/v1/organisations/{id}/invitations/{invitationId}',
       operationId: 'withdrawInvitation',
+      permission: { record: ['delete', 'Invitation'], why: "the caller's role in the team the path names decides, not the organisation the token acts for: the teams service asks about the record with that membership (404 for a team not theirs)" },
       summary: 'Withdraw an invitation',
       description: 'Owners and admins; only an owner withdraws an invitation to become an owner. Its link stops working at once. Only open invitations can be withdrawn.',
       forbids: true,
@@ -271,6 +275,7 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       method: 'get',
       path: '/cloud/v1/invitations/{token}',
       operationId: 'previewInvitation',
+      permission: 'public',
       summary: 'What an invitation link invites to (public)',
       description:
         'Anyone holding the link: the team\'s name, the inviter\'s name, the address, the role and when the link stops working, no more. ' +
@@ -297,6 +302,7 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       method: 'post',
       path: '/cloud/v1/invitations/{token}/accept',
       operationId: 'acceptInvitation',
+      permission: { record: ['accept', 'Invitation'], why: 'the addresses the person\'s sign-in methods vouch for decide (policies/invitation.ts): the teams service reads them and asks about the invitation (403 email_mismatch)' },
       summary: 'Accept an invitation',
       description:
         'A signed-in person one of whose sign-in methods vouches for (verified) the address the invitation was sent to (otherwise 403 `email_mismatch`: ' +

@@ -1,7 +1,6 @@
-import { subject } from '@casl/ability';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
-import { defineAbilityFor, type AppAbility } from '../../../policies/index.js';
+import { authorize, defineAbilityFor, permits, type AppAbility, type SubjectRecords } from '../../../policies/index.js';
 import { audit } from '../../audit.js';
 import type { OrganisationRole } from '../../auth/principal.js';
 import { isUniqueViolation, withRetries } from '../../db/errors.js';
@@ -15,7 +14,7 @@ import type { MembershipRecord, OrganisationPlan, OrganisationRecord } from '../
 import { organisationSummary } from '../organisation/schemas.js';
 import { cloudOrganisation } from '../organisation/service.js';
 import { OrganisationStore, type MemberView } from '../organisation/store.js';
-import { normaliseEmail } from '../signin/service.js';
+import { normaliseEmail } from '../signin/shared.js';
 import { SignInStore } from '../signin/store.js';
 import type { InvitationRecord } from './entities.js';
 import { InvitationStore, type InvitationView } from './store.js';
@@ -170,8 +169,8 @@ export class TeamService {
     if (organisation.kind !== 'team') throw personalOrganisation(what);
   }
 
-  private static allow(ability: AppAbility, action: 'read' | 'create' | 'update' | 'delete', type: 'Organisation' | 'Member' | 'Invitation', record: object, message?: string): void {
-    if (!ability.can(action, subject(type, { ...record }) as never)) throw forbidden(message);
+  private static allow<T extends 'Organisation' | 'Member' | 'Invitation'>(ability: AppAbility, action: 'read' | 'create' | 'update' | 'delete', type: T, record: SubjectRecords[T], message?: string): void {
+    authorize(ability, action, type, record, () => forbidden(message));
   }
 
   // Teams -------------------------------------------------------------------------------------
@@ -343,13 +342,13 @@ export class TeamService {
     const methods = await this.signIn.methodsOf(caller.personId);
     const verifiedEmails = methods.filter((method) => method.emailVerified && method.email !== null).map((method) => normaliseEmail(method.email!));
     const accepter = defineAbilityFor({ kind: 'cloud-session', organisationId: found.organisationId, personId: caller.personId, role: undefined, projectRoles: new Map(), verifiedEmails });
-    if (!accepter.can('accept', subject('Invitation', { organisationId: found.organisationId, role: found.role, email: found.email }) as never)) {
-      throw new ApiError(
+    authorize(accepter, 'accept', 'Invitation', { organisationId: found.organisationId, role: found.role, email: found.email }, () =>
+      new ApiError(
         403,
         'email_mismatch',
         'this invitation was sent to an address none of your sign-in methods vouches for: sign in with that address, or add it to your account (POST /cloud/v1/me/sign-in-methods/link)',
-      );
-    }
+      ),
+    );
     const organisation = await withRetries(3, () =>
       this.dataSource.transaction(async (manager) => {
         const organisations = this.organisations.withManager(manager);
@@ -385,7 +384,7 @@ export class TeamService {
     const inviter = await organisations.findMembership(invitation.organisationId, invitation.invitedBy, { lock });
     if (!inviter || inviter.removedAt) return false;
     const ability = this.abilityOf(invitation.organisationId, inviter);
-    return ability.can('create', subject('Invitation', { organisationId: invitation.organisationId, role: invitation.role, email: invitation.email }) as never);
+    return permits(ability, 'create', 'Invitation', { organisationId: invitation.organisationId, role: invitation.role, email: invitation.email });
   }
 
   /** The person who signs in with this address, as a provider vouched for it. */

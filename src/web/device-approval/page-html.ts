@@ -1,7 +1,7 @@
-import type { CodeOutcome, PendingDevice } from './device-code.js';
-import { PAGE_NOTICES, fieldError, type PageNotice } from '../../web/device-approval/notices.js';
-import type { PageLook } from '../../web/device-approval/look.js';
-import { exactTime, relativeTime } from '../../web/device-approval/times.js';
+import type { CodeOutcome, PendingDevice } from '../../modules/devices/device-code.js';
+import { PAGE_NOTICES, fieldError, type PageNotice } from './notices.js';
+import type { PageLook } from './look.js';
+import { exactTime, relativeTime } from './times.js';
 
 /**
  * HTML of the approval page. Every value is escaped where it is put into the page (`html`

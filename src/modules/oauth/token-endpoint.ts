@@ -3,8 +3,10 @@ import { DpopError, requestHtu, type DpopVerifier } from '../../auth/dpop.js';
 import { ApiError } from '../../errors.js';
 
 /**
- * What the three token endpoints (device-code poll, join, refresh) share: OAuth error answers,
- * `Cache-Control: no-store`, and DPoP proofs checked as a token endpoint checks them.
+ * What the token endpoints share, sign-in's (`/auth/v1/token`) and the devices' (device-code
+ * poll, join, refresh): their OAuth error answers (the errors themselves are in errors.ts),
+ * `Cache-Control: no-store`, and DPoP proofs checked as a token endpoint checks them. Each
+ * module serves its own grants on its own path; neither imports the other.
  */
 
 export const NO_STORE = { 'Cache-Control': 'no-store' };

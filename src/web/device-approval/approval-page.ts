@@ -6,21 +6,22 @@ import { clientErrorOf } from '../../http/errors.js';
 import { requestOrigin } from '../../http/origin.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
 import { safeEqual } from '../../util/secrets.js';
-import type { OrganisationRecord } from '../organisation/entities.js';
-import type { OrganisationService } from '../organisation/service.js';
-import { auditDecision, USER_CODE_ADDRESS_RATE_LIMIT, USER_CODE_PERSON_RATE_LIMIT } from './approval-routes.js';
-import { formatUserCode, normaliseUserCode, type Approver, type DeviceCodeService } from './device-code.js';
+import type { OrganisationRecord } from '../../modules/organisation/entities.js';
+import type { OrganisationService } from '../../modules/organisation/service.js';
+import { auditDecision, USER_CODE_ADDRESS_RATE_LIMIT, USER_CODE_PERSON_RATE_LIMIT } from '../../modules/devices/approval-routes.js';
+import { formatUserCode, normaliseUserCode, type Approver, type DeviceCodeService } from '../../modules/devices/device-code.js';
 import { pageHtml, type PageHtml } from './page-html.js';
 import { csrfTokenOf, type SignedInSession, type WebSessions } from './page-session.js';
-import { isPageNotice, type PageNotice } from '../../web/device-approval/notices.js';
-import type { PageLook } from '../../web/device-approval/look.js';
-import { sameNetwork } from '../../web/device-approval/network.js';
+import { isPageNotice, type PageNotice } from './notices.js';
+import type { PageLook } from './look.js';
+import { sameNetwork } from './network.js';
 import type { Clock } from '../../util/clock.js';
 import { issuerSettingsOf, SignInFailed, type ApproverSignIn } from './page-sign-in.js';
 import { createHash, randomBytes } from 'node:crypto';
-import { bindingForStart, flowCookie } from '../signin/flow-binding.js';
-import { RedirectError, type ClientRequest, type SignInService } from '../signin/service.js';
-import { mayApproveKind } from './device-code.js';
+import { bindingForStart, flowCookie } from '../../modules/signin/flow-binding.js';
+import type { SignInService } from '../../modules/signin/service.js';
+import { RedirectError, type ClientRequest } from '../../modules/signin/shared.js';
+import { mayApproveKind } from '../../modules/devices/device-code.js';
 
 /**
  * The approval page at `verification_uri` (`/device`): a person signs in, sees what is asking
@@ -465,8 +466,8 @@ export function approvalPage(options: ApprovalPageOptions): Router {
   /** Origins the sign-in forms may send the browser to: the enabled providers' sign-in pages. */
   async function providerOrigins(signInService: SignInService): Promise<string[]> {
     const origins: string[] = [];
-    for (const { id } of signInService.providers()) {
-      const provider = signInService.provider(id);
+    for (const { id } of signInService.providerFlow.providers()) {
+      const provider = signInService.providerFlow.provider(id);
       if (provider) origins.push(await provider.authorizationOrigin().catch(() => ''));
     }
     return [...new Set(origins.filter(Boolean))];
@@ -491,13 +492,13 @@ export function approvalPage(options: ApprovalPageOptions): Router {
       const userCode = fromQuery ?? lapsed;
       const notice = noticeOf(req) ?? (lapsed && !startAgain ? 'session-ended' : undefined);
       if (!userCode && notice !== 'bad-email') return send(res, 200, entryPage({ notice }));
-      return send(res, 200, cloudSignInPage({ userCode, providers: signInService.providers(), notice }), await providerOrigins(signInService));
+      return send(res, 200, cloudSignInPage({ userCode, providers: signInService.providerFlow.providers(), notice }), await providerOrigins(signInService));
     }
     const userCode = fromQuery ?? (another ? undefined : current.session.userCode);
     if (!userCode) return send(res, 200, entryPage({ signedIn: current.signedIn }));
     const device = await lookUpFor(req, res, current, userCode);
     const choices = current.memberships
-      .filter((entry) => mayApproveKind(device.kind, entry.role, entry.organisation.id))
+      .filter((entry) => mayApproveKind(device.kind, { personId: current.session.personId, organisationId: entry.organisation.id, role: entry.role }))
       .map((entry) => ({ id: entry.organisation.id, name: entry.organisation.kind === 'personal' ? `${entry.organisation.name} (personal)` : entry.organisation.name }));
     send(
       res,
@@ -538,7 +539,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
       if (previous) clearCookie(req, res);
       if (!/^[^\s@]{1,64}@[^\s@]{1,255}$/.test(email)) return badEmail();
       try {
-        await signInService.startEmail(email, request, undefined);
+        await signInService.emailCodes.startEmail(email, request, undefined);
       } catch (error) {
         if (error instanceof ApiError && error.status === 429) throw error;
         return badEmail();
@@ -553,7 +554,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     // The provider flow belongs to this browser like any other (signin/flow-binding.ts).
     const binding = bindingForStart(req.headers.cookie, signInService.origin);
     try {
-      redirectTo = await signInService.startProvider(provider, request, undefined, binding);
+      redirectTo = await signInService.providerFlow.startProvider(provider, request, undefined, binding);
     } catch (error) {
       if (error instanceof RedirectError) {
         throw stop(error.code === 'temporarily_unavailable' ? 502 : 400, messagePage({ title: 'Sign-in is not available', message: `${capitalise(error.message)}.`, next: 'start-again' }));
@@ -562,14 +563,14 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     }
     const begun = await sessions.beginSignIn(null, state, { codeVerifier, nonce: '', userCode });
     setCookie(req, res, begun.secret, begun.maxAgeSeconds);
-    res.append('Set-Cookie', flowCookie(signInService.origin, binding, signInService.flowTtlSeconds));
+    res.append('Set-Cookie', flowCookie(signInService.origin, binding, signInService.providerFlow.flowTtlSeconds));
     res.set({ 'Cache-Control': 'no-store', 'Referrer-Policy': 'strict-origin' }).redirect(303, redirectTo.href);
   }
 
   /** The one-time code of a finished sign-in, redeemed by the page: a session for the person. */
   async function signedInAs(req: Request, res: Response, oneTimeCode: string, pending: { codeVerifier: string; userCode: string | undefined }): Promise<void> {
     const { signIn: signInService } = requireCloud();
-    const personId = await signInService.redeemForPage({ code: oneTimeCode, codeVerifier: pending.codeVerifier, redirectUri: signInService.devicePageRedirectUri });
+    const personId = await signInService.codes.redeemForPage({ code: oneTimeCode, codeVerifier: pending.codeVerifier, redirectUri: signInService.devicePageRedirectUri });
     const person = await organisations.findPerson(personId);
     if (!person) throw stop(400, messagePage({ title: 'Sign-in could not be completed', message: 'This account no longer exists.', next: 'start-again' }));
     const session = await sessions.create(null, personId, { personName: person.name, userCode: pending.userCode });
@@ -613,7 +614,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     const digits = (single(body.code) ?? '').replace(/\s/g, '');
     let verified;
     try {
-      verified = await signInService.verifyEmail(pending.email, digits);
+      verified = await signInService.emailCodes.verifyEmail(pending.email, digits);
     } catch (error) {
       if (error instanceof ApiError && error.code === 'invalid_code') {
         await sessions.updateSignIn(secret, { ...pending, notice: 'wrong-email-code' });

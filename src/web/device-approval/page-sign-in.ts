@@ -4,7 +4,7 @@ import { OrganisationLoginError, type OrganisationLogin } from '../../../adapter
 import type { IssuerSettings } from '../../../adapters/identity/organisation-oidc.js';
 import type { TokenResolver } from '../../auth/resolver.js';
 import { ApiError } from '../../errors.js';
-import type { OrganisationRecord } from '../organisation/entities.js';
+import type { OrganisationRecord } from '../../modules/organisation/entities.js';
 
 /**
  * How the approval page learns who is at the browser. The page asks this seam, never a provider

@@ -3,7 +3,7 @@ import { EntitySchema, LessThan, type DataSource } from 'typeorm';
 import type { Clock } from '../../util/clock.js';
 import { sealJson, unsealJson } from '../../util/seal.js';
 import { hashSecret, newSecret, safeEqual } from '../../util/secrets.js';
-import type { PageNotice } from '../../web/device-approval/notices.js';
+import type { PageNotice } from './notices.js';
 
 /**
  * Browser sessions of the approval page at `verification_uri` (`/device`).

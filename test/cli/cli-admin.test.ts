@@ -13,7 +13,7 @@ import { PersonIdentityEntity } from '../../src/modules/organisation/entities.js
 import { ManualClock } from '../../src/util/clock.js';
 import { hashSecret } from '../../src/util/secrets.js';
 import { auditsOf, runCliCapturing, type CliOutcome } from '../support/cli.js';
-import { deviceHeaders, enrolDevice } from '../support/devices.js';
+import { askForCode, deviceHeaders, enrolDevice, pollForTokens } from '../support/devices.js';
 import { TestIdentityProvider } from '../support/idp.js';
 import { call, createOrganisation, hostOf, startPlatform, type TestPlatform } from '../support/platform.js';
 import { recordSecretsOf } from '../support/suite-record.js';
@@ -286,15 +286,11 @@ describe('platform join-key', () => {
 });
 
 describe('platform device approve and deny', () => {
-  async function askForCode(kind: 'workbench' | 'node' = 'workbench') {
-    const res = await call(platform, 'post', '/relay/v1/device/code', { host: acmeHost, body: { workspaceId: 'ws-cli', name: `CLI ${kind}`, kind } });
-    expect(res.status).toBe(200);
-    return res.body as { device_code: string; user_code: string };
-  }
-  const poll = (deviceCode: string) => call(platform, 'post', '/relay/v1/device/token', { host: acmeHost, body: { device_code: deviceCode } });
+  const codeFor = (kind: 'workbench' | 'node' = 'workbench') => askForCode(platform, { host: acmeHost, body: { workspaceId: 'ws-cli', name: `CLI ${kind}`, kind } });
+  const poll = (deviceCode: string) => pollForTokens(platform, deviceCode, { host: acmeHost });
 
   it('approves a pending code as a member; the device gets its tokens at its next poll', async () => {
-    const code = await askForCode();
+    const code = await codeFor();
     const outcome = await cli(['device', 'approve', code.user_code.toLowerCase(), '--org', acme.id, '--as', 'plain@acme.example']);
     expect(outcome.code).toBe(0);
     expect(outcome.stdout).toBe(`Approved workbench "CLI workbench" (${code.user_code}) in ${acme.id} as plain@acme.example; it receives its tokens at its next poll.\n`);
@@ -308,14 +304,14 @@ describe('platform device approve and deny', () => {
   });
 
   it('refuses a node to a member (4), as the approval page does, and lets an admin approve it', async () => {
-    const code = await askForCode('node');
+    const code = await codeFor('node');
     expectRefusal(await cli(['device', 'approve', code.user_code, '--org', acme.id, '--as', 'plain@acme.example']), 4, 'only owners and admins may approve a node');
     expect((await cli(['device', 'approve', code.user_code, '--org', acme.id, '--as', 'approver@acme.example'])).code).toBe(0);
     expect((await poll(code.device_code)).status).toBe(200);
   });
 
   it('denies a code; the device is told access_denied; a decided or unknown code is not found (3)', async () => {
-    const code = await askForCode();
+    const code = await codeFor();
     const denied = await cli(['device', 'deny', code.user_code, '--org', acme.id, '--as', 'approver@acme.example', '--json']);
     expect(json<{ decision: string }>(denied)).toMatchObject({ decision: 'denied', kind: 'workbench', userCode: code.user_code });
     expect(auditsOf(denied)).toEqual([expect.objectContaining({ action: 'device.denied' })]);
@@ -326,7 +322,7 @@ describe('platform device approve and deny', () => {
   });
 
   it('lets the operator deny without --as, even a code someone opened; approving needs --as (2)', async () => {
-    const code = await askForCode();
+    const code = await codeFor();
     const founder = await personToken(idp, 'fay-at-idp', { email: 'founder@acme.example' });
     expect((await call(platform, 'post', '/platform/v1/device-approvals/look-up', { host: acmeHost, headers: founder, body: { userCode: code.user_code } })).status).toBe(200);
     expect((await cli(['device', 'approve', code.user_code, '--org', acme.id])).code).toBe(2);
@@ -338,7 +334,7 @@ describe('platform device approve and deny', () => {
   });
 
   it("refuses a code another person opened (4), and one of another organisation's host (3)", async () => {
-    const code = await askForCode();
+    const code = await codeFor();
     const founder = await personToken(idp, 'fay-at-idp', { email: 'founder@acme.example' });
     expect((await call(platform, 'post', '/platform/v1/device-approvals/look-up', { host: acmeHost, headers: founder, body: { userCode: code.user_code } })).status).toBe(200);
     expectRefusal(await cli(['device', 'approve', code.user_code, '--org', acme.id, '--as', 'approver@acme.example']), 4, 'another person has opened this code');
