@@ -43,6 +43,7 @@ import { ingestRoutes } from './modules/ingest/routes.js';
 import { IngestService } from './modules/ingest/service.js';
 import { pictureRoutes } from './modules/pictures/routes.js';
 import { PictureService } from './modules/pictures/service.js';
+import { svgChecker } from './modules/pictures/svg/check-pool.js';
 import type { Clock } from './util/clock.js';
 import { hkdfSync, randomBytes } from 'node:crypto';
 import { identityProvider } from '../adapters/identity/cloud-providers.js';
@@ -265,7 +266,9 @@ export function buildApp(deps: AppDependencies): Platform {
   registry.add(...projectRoutes(projects, logger));
   registry.add(...policyRoutes(policies, config.policy));
   registry.add(...ingestRoutes(new IngestService(dataSource, clock, policies, config.ingest.redactionBudgetMs, (received, stored) => metrics.ingested(received, stored)), new IngestReader(dataSource, { maxDepth: config.json.maxDepth, maxKeys: config.ingest.maxJsonKeys, maxStringLength: config.ingest.maxStringLength }), config.ingest));
-  registry.add(...pictureRoutes(new PictureService(dataSource, clock), projects));
+  // Pictures' SVG is checked on threads of its own, off the event loop (ended by `stop`).
+  const svgChecks = svgChecker(config.svgCheck);
+  registry.add(...pictureRoutes(new PictureService(dataSource, clock, svgChecks), projects));
   registry.add(...devicesRoutes({ store: deviceStore, tokens: deviceTokens, joinKeys, deviceCodes }, { dpop, deployment: config.deployment }));
   registry.add(...signInModule.routes);
   registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger), signIn.accounts));
@@ -410,6 +413,7 @@ export function buildApp(deps: AppDependencies): Platform {
       await revocations.start();
     },
     stop: async () => {
+      await svgChecks.close();
       await sweeper.stop();
       await revocations.stop();
       await relay.stop();

@@ -10,6 +10,7 @@
  * from `Config`. The configuration imports modules' word lists to validate values (one way only).
  */
 
+import { availableParallelism } from 'node:os';
 import type { Deployment } from './deployment.js';
 import { IDENTITY_PROVIDERS, type IdentityProviderId } from './modules/signin/settings.js';
 import type { RetentionDays, RetentionSetting } from './sweeper/kinds.js';
@@ -224,6 +225,12 @@ function shape(values: Values) {
       maxStringLength: values.INGEST_MAX_STRING_LENGTH,
       redactionBudgetMs: values.INGEST_REDACTION_BUDGET_MS,
       perDevicePerMinute: values.INGEST_RATE_LIMIT_PER_MINUTE,
+    },
+    /** The SVG check of pictures (src/modules/pictures/svg/check-pool.ts). */
+    svgCheck: {
+      threads: values.SVG_CHECK_THREADS ?? Math.max(1, availableParallelism() - 1),
+      queue: values.SVG_CHECK_QUEUE,
+      timeoutMs: values.SVG_CHECK_TIMEOUT_MS,
     },
     policy: {
       requireIfMatch: values.POLICY_REQUIRE_IF_MATCH,

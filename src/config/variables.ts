@@ -252,6 +252,25 @@ export const VARIABLES = {
     max: 100_000,
     description: 'Ingest uploads a minute per device (all its workspaces together); more: 429 `too_many_requests` with `Retry-After`.',
   }),
+  SVG_CHECK_THREADS: integer({
+    min: 0,
+    max: 64,
+    defaultNote: 'the CPUs less one, at least 1',
+    description:
+      'Threads that check pictures\' SVG, off the event loop (one check at a time each, started when first needed); per worker process (`WEB_CONCURRENCY`). 0: check on the event loop, for tools and tests (a 2 MB picture then stalls the service about a second). See [Pictures](#pictures).',
+  }),
+  SVG_CHECK_QUEUE: integer({
+    default: 16,
+    min: 0,
+    max: 10_000,
+    description: 'Picture saves whose SVG may wait for a check thread; one more while all are busy: 503 `unavailable` with `Retry-After: 1`.',
+  }),
+  SVG_CHECK_TIMEOUT_MS: integer({
+    default: 10_000,
+    min: 1,
+    max: 120_000,
+    description: 'Longest one SVG check may run on its thread (the wait for a thread not counted); longer: the thread is ended and replaced, and the save is 400 `svg_too_complex`.',
+  }),
   POLICY_REQUIRE_IF_MATCH: flag({
     default: false,
     description: 'Publishing and restoring a policy need `If-Match` with the current ETag; without it: 428 `precondition_required`.',

@@ -210,6 +210,7 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
         '(428 without one of them, `If-Match: *` and `If-None-Match` naming versions included; 412 when it does not hold). ' +
         'A save that changes spec, SVG or look makes a new version and keeps the replaced one as the previous; a save of the same content answers the current version unchanged. ' +
         'The SVG is normalised first (the standard SVG DOCTYPE, comments, processing instructions, `<metadata>` and drawing programs\' editor data are removed, and the document is written in one fixed form; `normalised` in the answer names what was removed), then must pass the SVG rules (400 `unsafe_svg` / `invalid_svg` naming what and where); the normalised SVG is what is stored, versioned and answered. Saving the stored SVG again is an unchanged save. ' +
+        'The check runs on a pool of threads, off the event loop (`SVG_CHECK_THREADS`): a check longer than `SVG_CHECK_TIMEOUT_MS` is abandoned (400 `svg_too_complex`), and when every thread is busy and `SVG_CHECK_QUEUE` checks already wait, the save is refused at once with 503 `unavailable` and `Retry-After: 1`. ' +
         `Limits: body ${PICTURE_LIMITS.bodyBytes} bytes, SVG ${PICTURE_LIMITS.svgBytes} bytes, spec ${PICTURE_LIMITS.specBytes} bytes as JSON (413); ${PICTURE_LIMITS.perProject} pictures per project (409 \`picture_limit_reached\`).`,
       deviceScope: 'pictures:write',
       bodyLimitBytes: PICTURE_LIMITS.bodyBytes,
@@ -227,15 +228,16 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
         201: { description: 'A new picture, at its first version; `normalised` says what normalising the SVG removed.', schema: pictureSavedSchema, headers: svgHeaders },
         400: {
           description:
-            '`invalid_request` (naming the field; also a spec key longer than 1,000 characters), `json_too_complex` (a spec nested deeper than 64 levels or holding more than 100,000 keys and items), `invalid_svg` (not a well-formed SVG document), `unsafe_svg` (breaks an SVG rule, including a value over its length limit; `where` names the element or line), `unsupported_schema_version` (`spec.version` is not 1).',
+            '`invalid_request` (naming the field; also a spec key longer than 1,000 characters), `json_too_complex` (a spec nested deeper than 64 levels or holding more than 100,000 keys and items), `invalid_svg` (not a well-formed SVG document), `unsafe_svg` (breaks an SVG rule, including a value over its length limit; `where` names the element or line), `svg_too_complex` (checking the SVG took longer than `SVG_CHECK_TIMEOUT_MS`, in `max`), `unsupported_schema_version` (`spec.version` is not 1).',
         },
         403: forbiddenAnswer,
         404: notFoundAnswer,
         409: { description: `The project already holds ${PICTURE_LIMITS.perProject} pictures.` },
         413: { description: 'The body, the SVG or the spec is over its limit (`field` names which).' },
+        503: { description: '`unavailable`: every SVG check thread is busy and `SVG_CHECK_QUEUE` checks already wait (`Retry-After: 1`), or the database did not answer (`Retry-After`).' },
         ...preconditionAnswers,
       },
-      errors: { 400: ['invalid_svg', 'unsafe_svg', 'unsupported_schema_version'], 404: ['not_found'], 409: ['picture_limit_reached'], ...preconditionErrors },
+      errors: { 400: ['invalid_svg', 'unsafe_svg', 'svg_too_complex', 'unsupported_schema_version'], 503: ['unavailable'], 404: ['not_found'], 409: ['picture_limit_reached'], ...preconditionErrors },
       handler: async ({ params, body, principal, req }) => {
         await requireAccess(projects, principal, params.id, 'update');
         const { picture, created, normalised } = await pictures.save(params.id, params.slug, principal.personId as string, body as PictureWrite, readPreconditions(req.headers));

@@ -9,7 +9,8 @@ import type { PictureRecord } from './entities.js';
 import { conditionsHold, preconditionFailed, requireGuard, type Preconditions } from './preconditions.js';
 import { PICTURE_LIMITS, SLUG_PATTERN } from './schemas.js';
 import { PictureStore, type PictureHead, type PictureSummaryRow } from './store.js';
-import { checkSvg, SvgRefusal, type CheckedSvg, type NormalisedKind } from './svg/pipeline.js';
+import { SvgCheckBusy, SvgCheckTimeout, type SvgChecker } from './svg/check-pool.js';
+import { SvgRefusal, type CheckedSvg, type NormalisedKind } from './svg/pipeline.js';
 
 /** A picture as saved (spec 2.13); the spec has passed the route's schema and limits. */
 export interface PictureWrite {
@@ -54,6 +55,16 @@ function refusedSvg(refusal: SvgRefusal): ApiError {
   return new ApiError(400, refusal.code, `the SVG is refused: ${refusal.reason} (at ${refusal.where})`, { extra: { field: 'body.svg', where: refusal.where } });
 }
 
+/** A check over `SVG_CHECK_TIMEOUT_MS` (or that ran its thread out of memory) was abandoned. */
+function tooComplex(timeout: SvgCheckTimeout): ApiError {
+  return new ApiError(400, 'svg_too_complex', `the SVG is refused: checking it took longer than ${timeout.timeoutMs} ms`, { extra: { field: 'body.svg', max: timeout.timeoutMs } });
+}
+
+/** Every check thread is busy and the queue is full: come back in a second. */
+function checksBusy(): ApiError {
+  return new ApiError(503, 'unavailable', 'every SVG check is busy; try again shortly', { headers: { 'Retry-After': '1' } });
+}
+
 function encodeCursor(row: Pick<PictureRecord, 'updatedAt' | 'slug'>): string {
   return Buffer.from(`${row.updatedAt.toISOString()}|${row.slug}`, 'utf8').toString('base64url');
 }
@@ -84,6 +95,8 @@ export class PictureService {
   constructor(
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
+    /** The SVG check (`svg/check-pool.ts`: off the event loop, bounded in time and in waiting). */
+    private readonly svg: SvgChecker,
   ) {
     this.store = new PictureStore(dataSource);
   }
@@ -138,9 +151,11 @@ export class PictureService {
     if (!head && (await this.store.count(projectId)) >= PICTURE_LIMITS.perProject) throw limitReached();
     let checked: CheckedSvg;
     try {
-      checked = checkSvg(write.svg);
+      checked = await this.svg.check(write.svg);
     } catch (error) {
       if (error instanceof SvgRefusal) throw refusedSvg(error);
+      if (error instanceof SvgCheckTimeout) throw tooComplex(error);
+      if (error instanceof SvgCheckBusy) throw checksBusy();
       throw error;
     }
     // From here on the picture is the normalised one: digest, stored text and answer.

@@ -17,11 +17,14 @@ import { ALLOWED_AT_RULES, ALLOWED_CSS_FUNCTIONS, FORBIDDEN_CSS_PROPERTIES } fro
 /** Brackets nested deeper than this are refused before css-tree (which recurses) reads them. */
 const MAX_CSS_NESTING = 32;
 
-function refuse(reason: string, where: string): never {
-  throw new SvgRefusal('unsafe_svg', reason, where);
+/** Where a value stands, for a message: written out only when the value is refused. */
+export type Where = string | (() => string);
+
+function refuse(reason: string, where: Where): never {
+  throw new SvgRefusal('unsafe_svg', reason, typeof where === 'string' ? where : where());
 }
 
-function checkNesting(text: string, where: string): void {
+function checkNesting(text: string, where: Where): void {
   let depth = 0;
   for (let index = 0; index < text.length; index++) {
     const c = text.charCodeAt(index);
@@ -34,7 +37,7 @@ function checkNesting(text: string, where: string): void {
   }
 }
 
-function checkNode(node: CssNode, inFontSource: boolean, where: string): void {
+function checkNode(node: CssNode, inFontSource: boolean, where: Where): void {
   switch (node.type) {
     case 'Atrule': {
       const name = node.name.toLowerCase();
@@ -65,7 +68,7 @@ function checkNode(node: CssNode, inFontSource: boolean, where: string): void {
   }
 }
 
-function checkParsed(text: string, context: 'stylesheet' | 'declarationList', where: string): void {
+function checkParsed(text: string, context: 'stylesheet' | 'declarationList', where: Where): void {
   checkNesting(text, where);
   const errors: string[] = [];
   const ast = parse(text, {
@@ -84,7 +87,7 @@ function checkParsed(text: string, context: 'stylesheet' | 'declarationList', wh
 }
 
 /** The content of a `<style>` element. */
-export function checkStylesheet(text: string, where: string): void {
+export function checkStylesheet(text: string, where: Where): void {
   checkParsed(text, 'stylesheet', where);
 }
 
@@ -98,7 +101,7 @@ const PROPERTY_NAME = /^-{0,2}[a-z][a-z0-9-]*$/i;
  * functions and `url()`s, `checkStyleValue`): nothing in such a text can hide a function, a
  * property or a reference from that scan. Anything else goes to css-tree.
  */
-export function checkDeclarations(text: string, where: string): void {
+export function checkDeclarations(text: string, where: Where): void {
   if (!NEEDS_PARSER.test(text)) {
     const declarations: [string, string][] = [];
     for (const part of text.split(';')) {
@@ -133,7 +136,7 @@ function isNameCharacter(code: number): boolean {
  * read a bounded number of times (a regular expression for "name then `(`" would read a long
  * name again from each of its characters).
  */
-export function checkStyleValue(value: string, where: string): void {
+export function checkStyleValue(value: string, where: Where): void {
   if (!value.includes('(') && !value.includes('\\')) return;
   if (value.includes('\\')) refuse(`a backslash (CSS escape) in ${shown(value)} is not allowed`, where);
   if (value.includes('/*')) refuse(`a CSS comment in ${shown(value)} is not allowed`, where);

@@ -37,8 +37,11 @@ function textOf(element: Element): string {
   return text;
 }
 
+/** Names equal without case (most are equal as written: that is tried first). */
+const sameName = (a: string, b: string): boolean => a === b || a.toLowerCase() === b.toLowerCase();
+
 function differs(expected: ElementSignature, element: Element): string | undefined {
-  if (expected.name.toLowerCase() !== element.tagName.toLowerCase() || expected.uri !== element.namespaceURI) {
+  if (!sameName(expected.name, element.tagName) || expected.uri !== element.namespaceURI) {
     return `an HTML parser reads <${element.tagName}> (${element.namespaceURI}) here, XML reads <${expected.name}>`;
   }
   const xml = expected.attributes;
@@ -47,7 +50,7 @@ function differs(expected: ElementSignature, element: Element): string | undefin
   for (let index = 0; index < xml.length; index++) {
     const mine = xml[index]!;
     const theirs = html[index]!;
-    if (mine.name.toLowerCase() !== qualified(theirs).toLowerCase() || mine.uri !== (theirs.namespace ?? '')) {
+    if (!sameName(mine.name, qualified(theirs)) || mine.uri !== (theirs.namespace ?? '')) {
       return `an HTML parser reads the attribute ${qualified(theirs)} here, XML reads ${mine.name}`;
     }
     if (mine.value !== theirs.value) return `an HTML parser reads ${mine.name} as ${shown(theirs.value)}, XML as ${shown(mine.value)}`;

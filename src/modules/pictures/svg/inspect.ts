@@ -34,20 +34,45 @@ import {
  */
 
 export interface ElementSignature {
-  name: string;
-  uri: string;
-  attributes: readonly XmlAttribute[];
+  readonly name: string;
+  readonly uri: string;
+  readonly attributes: readonly XmlAttribute[];
   /** The text of a `<style>` (the CSS that was checked). */
-  styleText?: string;
+  readonly styleText?: string | undefined;
   /** Where it is, for a message. */
-  path: () => string;
+  path(): string;
 }
 
-interface Frame {
-  element: XmlElement;
-  parent: Frame | undefined;
-  label: string;
-  depth: number;
+/**
+ * One visited element: its signature, and where it is (its parent and its one-based number among
+ * same-named siblings); the path is written out only for a message.
+ */
+class Frame implements ElementSignature {
+  readonly name: string;
+  readonly uri: string;
+  readonly attributes: readonly XmlAttribute[];
+  styleText: string | undefined = undefined;
+
+  constructor(
+    readonly element: XmlElement,
+    readonly parent: Frame | undefined,
+    readonly number: number,
+    readonly depth: number,
+  ) {
+    this.name = element.name;
+    this.uri = element.uri;
+    this.attributes = element.attributes;
+  }
+
+  path(): string {
+    const labels: string[] = [];
+    labels.push(this.parent ? `${this.name}[${this.number}]` : 'svg');
+    for (let at = this.parent; at; at = at.parent) labels.push(at.parent ? `${at.name}[${at.number}]` : 'svg');
+    labels.reverse();
+    // A deep path keeps its ends: where it starts and the last few steps.
+    if (labels.length > 12) labels.splice(3, labels.length - 9, '…');
+    return `/${labels.join('/')}`;
+  }
 }
 
 const ANIMATION_ELEMENTS = new Set(['animate', 'animateMotion', 'animateTransform', 'set']);
@@ -60,6 +85,14 @@ const ANIMATION_ELEMENTS = new Set(['animate', 'animateMotion', 'animateTransfor
  */
 const MAX_DRAWN_ELEMENTS = 100_000;
 
+const tooManyDrawn = (): SvgRefusal => new SvgRefusal('unsafe_svg', `<use> references would draw more than ${MAX_DRAWN_ELEMENTS} elements`, '/svg');
+
+interface Expansion {
+  element: XmlElement;
+  /** What it draws: its child elements, and for a `<use>` its target (set when first visited). */
+  next: XmlElement[] | undefined;
+}
+
 function checkUseExpansion(root: XmlElement, ids: ReadonlyMap<string, XmlElement>): void {
   const drawn = new Map<XmlElement, number>();
   const open = new Set<XmlElement>();
@@ -68,89 +101,89 @@ function checkUseExpansion(root: XmlElement, ids: ReadonlyMap<string, XmlElement
     const href = element.attributes.find((attribute) => attribute.name === 'href' || attribute.name === 'xlink:href')?.value;
     return href === undefined ? undefined : ids.get(href.trim().slice(1));
   };
-  const stack: { element: XmlElement; expanded: boolean }[] = [{ element: root, expanded: false }];
+  const stack: Expansion[] = [{ element: root, next: undefined }];
   while (stack.length > 0) {
-    const top = stack[stack.length - 1] as { element: XmlElement; expanded: boolean };
+    const top = stack[stack.length - 1] as Expansion;
     const { element } = top;
-    const next = [...element.children.filter((child): child is XmlElement => child.type === 'element')];
-    const target = targetOf(element);
-    if (target) next.push(target);
-    if (!top.expanded) {
+    if (top.next === undefined) {
       if (drawn.has(element)) {
         stack.pop();
         continue;
       }
-      top.expanded = true;
+      const next: XmlElement[] = [];
+      for (const child of element.children) if (child.type === 'element') next.push(child);
+      const target = targetOf(element);
+      if (target) next.push(target);
+      top.next = next;
       open.add(element);
       for (const child of next) {
         if (open.has(child)) throw new SvgRefusal('unsafe_svg', `<use> references form a loop (through #${idOf(target ?? child) ?? '?'})`, '/svg');
-        if (!drawn.has(child)) stack.push({ element: child, expanded: false });
+        if (!drawn.has(child)) stack.push({ element: child, next: undefined });
       }
       continue;
     }
     stack.pop();
     open.delete(element);
     let total = 1;
-    for (const child of next) total += drawn.get(child) ?? 0;
-    if (total > MAX_DRAWN_ELEMENTS) throw new SvgRefusal('unsafe_svg', `<use> references would draw more than ${MAX_DRAWN_ELEMENTS} elements`, '/svg');
+    for (const child of top.next) total += drawn.get(child) ?? 0;
+    if (total > MAX_DRAWN_ELEMENTS) throw tooManyDrawn();
     drawn.set(element, total);
   }
 }
 
-const idOf = (element: XmlElement): string | undefined => element.attributes.find((attribute) => attribute.name === 'id')?.value;
-
-function pathOf(frame: Frame): string {
-  const labels: string[] = [];
-  for (let at: Frame | undefined = frame; at; at = at.parent) labels.push(at.label);
-  labels.reverse();
-  // A deep path keeps its ends: where it starts and the last few steps.
-  if (labels.length > 12) labels.splice(3, labels.length - 9, '…');
-  return `/${labels.join('/')}`;
+function idOf(element: XmlElement): string | undefined {
+  for (const attribute of element.attributes) if (attribute.name === 'id') return attribute.value;
+  return undefined;
 }
 
-function checkAttribute(element: XmlElement, attribute: XmlAttribute, where: () => string): void {
+/** `on…` in any case: what `/^on/i` matches (ASCII letters only), without a regular expression. */
+function isHandlerName(name: string): boolean {
+  return (name.charCodeAt(0) | 0x20) === 0x6f && (name.charCodeAt(1) | 0x20) === 0x6e;
+}
+
+function refuseAttribute(frame: Frame, name: string, reason: string): never {
+  throw new SvgRefusal('unsafe_svg', reason, `${frame.path()}/@${name}`);
+}
+
+function checkAttribute(frame: Frame, attribute: XmlAttribute): void {
+  const { element } = frame;
   const { name, value } = attribute;
-  const refuse = (reason: string): never => {
-    throw new SvgRefusal('unsafe_svg', reason, `${where()}/@${name}`);
-  };
   if (name === 'xmlns' || name.startsWith('xmlns:')) {
     const expected = NAMESPACE_DECLARATIONS.get(name);
-    if (expected === undefined) refuse(`the namespace declaration ${name} is not allowed (only the SVG and XLink namespaces)`);
-    if (value !== expected) refuse(`${name} must be ${shown(expected as string)}, not ${shown(value)}`);
+    if (expected === undefined) refuseAttribute(frame, name, `the namespace declaration ${name} is not allowed (only the SVG and XLink namespaces)`);
+    if (value !== expected) refuseAttribute(frame, name, `${name} must be ${shown(expected)}, not ${shown(value)}`);
     return;
   }
-  if (/^on/i.test(name)) refuse(`the event handler attribute ${name} is not allowed`);
+  if (isHandlerName(name)) refuseAttribute(frame, name, `the event handler attribute ${name} is not allowed`);
   if (REFERENCE_ATTRIBUTES.has(name)) {
     const kind = REFERENCING_ELEMENTS.get(element.name);
-    if (!kind) refuse(`<${element.name}> may not carry ${name}`);
+    if (!kind) refuseAttribute(frame, name, `<${element.name}> may not carry ${name}`);
     // A data: image may be as long as the picture; anything else is a short reference.
-    if (value.length > MAX_VALUE_LENGTH && dataMediaType(value.trimStart()) === undefined) refuse(`the value of ${name} is longer than ${MAX_VALUE_LENGTH} characters (the limit of an attribute value)`);
+    if (value.length > MAX_VALUE_LENGTH && dataMediaType(value.trimStart()) === undefined) refuseAttribute(frame, name, `the value of ${name} is longer than ${MAX_VALUE_LENGTH} characters (the limit of an attribute value)`);
     const problem = referenceProblem(value, kind as Allowed);
-    if (problem) refuse(`${shown(value)}: ${problem}`);
+    if (problem) refuseAttribute(frame, name, `${shown(value)}: ${problem}`);
     return;
   }
-  if (value.length > MAX_VALUE_LENGTH && !LONG_VALUE_ATTRIBUTES.has(name)) refuse(`the value of ${name} is longer than ${MAX_VALUE_LENGTH} characters (the limit of an attribute value)`);
-  const isAnimation = ANIMATION_ELEMENTS.has(element.name);
-  const isLink = element.name === 'a';
-  const isFree = DATA_ATTRIBUTE.test(name) || ARIA_ATTRIBUTE.test(name);
+  if (value.length > MAX_VALUE_LENGTH && !LONG_VALUE_ATTRIBUTES.has(name)) refuseAttribute(frame, name, `the value of ${name} is longer than ${MAX_VALUE_LENGTH} characters (the limit of an attribute value)`);
+  const isFree = (name.startsWith('data-') && DATA_ATTRIBUTE.test(name)) || (name.startsWith('aria-') && ARIA_ATTRIBUTE.test(name));
   const allowed =
     isFree ||
     CORE_ATTRIBUTES.has(name) ||
     CONDITIONAL_ATTRIBUTES.has(name) ||
     PRESENTATION_ATTRIBUTES.has(name) ||
     GEOMETRY_ATTRIBUTES.has(name) ||
-    (isAnimation && ANIMATION_ATTRIBUTES.has(name)) ||
-    (isLink && LINK_ATTRIBUTES.has(name));
-  if (!allowed) refuse(`the attribute ${name} is not allowed on <${element.name}>`);
+    (ANIMATION_ELEMENTS.has(element.name) && ANIMATION_ATTRIBUTES.has(name)) ||
+    (element.name === 'a' && LINK_ATTRIBUTES.has(name));
+  if (!allowed) refuseAttribute(frame, name, `the attribute ${name} is not allowed on <${element.name}>`);
   if (isFree) return;
   if (name === 'style') {
-    checkDeclarations(value, `${where()}/@style`);
+    checkDeclarations(value, () => `${frame.path()}/@style`);
     return;
   }
-  if (name === 'target' && !LINK_TARGETS.has(value)) refuse(`a link target ${shown(value)} is not allowed (only _self and _top)`);
-  if (name === 'attributeName' && !ANIMATABLE_ATTRIBUTES.has(value)) refuse(`animating ${shown(value)} is not allowed (only presentation and geometry attributes)`);
-  if (element.name === 'style' && name === 'type' && !STYLE_TYPES.has(value.trim().toLowerCase())) refuse(`a style sheet of type ${shown(value)} is not allowed`);
-  if (!TEXT_ATTRIBUTES.has(name)) checkStyleValue(value, `${where()}/@${name}`);
+  if (name === 'target' && !LINK_TARGETS.has(value)) refuseAttribute(frame, name, `a link target ${shown(value)} is not allowed (only _self and _top)`);
+  if (name === 'attributeName' && !ANIMATABLE_ATTRIBUTES.has(value)) refuseAttribute(frame, name, `animating ${shown(value)} is not allowed (only presentation and geometry attributes)`);
+  if (element.name === 'style' && name === 'type' && !STYLE_TYPES.has(value.trim().toLowerCase())) refuseAttribute(frame, name, `a style sheet of type ${shown(value)} is not allowed`);
+  if (!TEXT_ATTRIBUTES.has(name)) checkStyleValue(value, () => `${frame.path()}/@${name}`);
 }
 
 function checkTextOnly(frame: Frame): string {
@@ -159,7 +192,7 @@ function checkTextOnly(frame: Frame): string {
     if (child.type === 'text' || child.type === 'cdata') text += child.value;
     else {
       const what = child.type === 'element' ? `<${child.name}>` : `a ${child.type}`;
-      throw new SvgRefusal('unsafe_svg', `<${frame.element.name}> holds text only, not ${what}`, pathOf(frame));
+      throw new SvgRefusal('unsafe_svg', `<${frame.element.name}> holds text only, not ${what}`, frame.path());
     }
   }
   return text;
@@ -170,20 +203,22 @@ export function inspectTree(document: XmlDocument): ElementSignature[] {
   const root = document.root;
   if (root.name !== 'svg') throw new SvgRefusal('invalid_svg', 'the document must be one <svg> element', '/');
 
-  const signatures: ElementSignature[] = [];
+  const signatures: Frame[] = [];
   const ids = new Map<string, XmlElement>();
-  const stack: Frame[] = [{ element: root, parent: undefined, label: 'svg', depth: 1 }];
+  let uses = 0;
+  const stack: Frame[] = [new Frame(root, undefined, 1, 1)];
+  const counts = new Map<string, number>();
+  const next: Frame[] = [];
   while (stack.length > 0) {
     const frame = stack.pop() as Frame;
     const { element } = frame;
-    const where = () => pathOf(frame);
-    if (element.name.includes(':')) throw new SvgRefusal('unsafe_svg', `the prefixed element <${element.name}> is not allowed`, where());
-    if (!ALLOWED_ELEMENTS.has(element.name)) throw new SvgRefusal('unsafe_svg', `the element <${element.name}> is not allowed`, where());
-    if (element.uri !== SVG_NAMESPACE) throw new SvgRefusal('unsafe_svg', `<${element.name}> is not in the SVG namespace (${shown(element.uri)})`, where());
-    if (frame.depth > MAX_ELEMENT_DEPTH) throw new SvgRefusal('unsafe_svg', `elements nested deeper than ${MAX_ELEMENT_DEPTH} are not allowed`, where());
-    for (const attribute of element.attributes) checkAttribute(element, attribute, where);
-    const signature: ElementSignature = { name: element.name, uri: element.uri, attributes: element.attributes, path: where };
-    signatures.push(signature);
+    if (element.name.includes(':')) throw new SvgRefusal('unsafe_svg', `the prefixed element <${element.name}> is not allowed`, frame.path());
+    if (!ALLOWED_ELEMENTS.has(element.name)) throw new SvgRefusal('unsafe_svg', `the element <${element.name}> is not allowed`, frame.path());
+    if (element.uri !== SVG_NAMESPACE) throw new SvgRefusal('unsafe_svg', `<${element.name}> is not in the SVG namespace (${shown(element.uri)})`, frame.path());
+    if (frame.depth > MAX_ELEMENT_DEPTH) throw new SvgRefusal('unsafe_svg', `elements nested deeper than ${MAX_ELEMENT_DEPTH} are not allowed`, frame.path());
+    for (const attribute of element.attributes) checkAttribute(frame, attribute);
+    signatures.push(frame);
+    if (element.name === 'use') uses += 1;
     const id = idOf(element);
     // A repeated id refers to its first element, as getElementById answers.
     if (id !== undefined && !ids.has(id)) ids.set(id, element);
@@ -191,23 +226,28 @@ export function inspectTree(document: XmlDocument): ElementSignature[] {
     if (TEXT_ONLY_ELEMENTS.has(element.name)) {
       const text = checkTextOnly(frame);
       if (element.name === 'style') {
-        if (text.length > MAX_STYLESHEET_LENGTH) throw new SvgRefusal('unsafe_svg', `a style sheet longer than ${MAX_STYLESHEET_LENGTH} characters is not allowed`, where());
-        checkStylesheet(text, where());
-        signature.styleText = text;
+        if (text.length > MAX_STYLESHEET_LENGTH) throw new SvgRefusal('unsafe_svg', `a style sheet longer than ${MAX_STYLESHEET_LENGTH} characters is not allowed`, frame.path());
+        checkStylesheet(text, () => frame.path());
+        frame.styleText = text;
       }
       continue;
     }
-    const counts = new Map<string, number>();
-    const next: Frame[] = [];
+    counts.clear();
+    next.length = 0;
     for (const child of element.children) {
       if (child.type !== 'element') continue;
       const count = (counts.get(child.name) ?? 0) + 1;
       counts.set(child.name, count);
-      next.push({ element: child, parent: frame, label: `${child.name}[${count}]`, depth: frame.depth + 1 });
+      next.push(new Frame(child, frame, count, frame.depth + 1));
     }
     // Last pushed, first taken: push in reverse so elements are visited in document order.
     for (let index = next.length - 1; index >= 0; index--) stack.push(next[index] as Frame);
   }
-  checkUseExpansion(root, ids);
+  // Without a <use>, each element is drawn once: the count is the number of elements.
+  if (uses === 0) {
+    if (signatures.length > MAX_DRAWN_ELEMENTS) throw tooManyDrawn();
+  } else {
+    checkUseExpansion(root, ids);
+  }
   return signatures;
 }

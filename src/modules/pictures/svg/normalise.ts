@@ -52,15 +52,16 @@ function removableDeclaration(attribute: XmlAttribute): boolean {
   return attribute.value === SVG_NAMESPACE || EDITOR_NAMESPACES.has(attribute.value) || METADATA_NAMESPACES.has(attribute.value);
 }
 
-/** Prefixes the element's own names use (its name, its attributes' names, name-valued attributes). */
-function prefixesUsed(element: XmlElement, into: Set<string>): void {
-  if (element.prefix) into.add(element.prefix);
+/** The prefixes among `watched` that the element's own names use (its name, its attributes'
+ * names, name-valued attributes), added to `into`. */
+function prefixesUsed(element: XmlElement, watched: ReadonlySet<string>, into: Set<string>): void {
+  if (element.prefix && watched.has(element.prefix)) into.add(element.prefix);
   for (const attribute of element.attributes) {
-    if (attribute.prefix && attribute.prefix !== 'xmlns') into.add(attribute.prefix);
+    if (attribute.prefix && attribute.prefix !== 'xmlns' && watched.has(attribute.prefix)) into.add(attribute.prefix);
     if (NAME_VALUED_ATTRIBUTES.has(attribute.name)) {
       const value = attribute.value.trim();
       const colon = value.indexOf(':');
-      if (colon > 0) into.add(value.slice(0, colon));
+      if (colon > 0 && watched.has(value.slice(0, colon))) into.add(value.slice(0, colon));
     }
   }
 }
@@ -69,6 +70,8 @@ const isWhiteSpace = (node: XmlNode | undefined): boolean => node?.type === 'tex
 
 /** Removes comments, processing instructions, metadata and editor elements from one element's children. */
 function pruneChildren(element: XmlElement, removed: Set<NormalisedKind>): void {
+  // Most elements lose nothing: their children stay as they are.
+  if (!element.children.some((child) => child.type === 'comment' || child.type === 'instruction' || (child.type === 'element' && removalOf(child) !== undefined))) return;
   const kept: XmlNode[] = [];
   const tidy = !TEXT_CONTENT.has(element.local);
   for (const child of element.children) {
@@ -111,7 +114,18 @@ function pruneAttributes(element: XmlElement, removed: Set<NormalisedKind>): Xml
 }
 
 /** `/svg/g[2]/rect[1]`, as the rules name places (one-based among same-named siblings). */
-function pathOf(element: XmlElement, parents: ReadonlyMap<XmlElement, XmlElement>): string {
+function pathOf(element: XmlElement, root: XmlElement): string {
+  // Only for a message: the parents are found by walking the tree once.
+  const parents = new Map<XmlElement, XmlElement>();
+  const stack: XmlElement[] = [root];
+  while (stack.length > 0) {
+    const at = stack.pop() as XmlElement;
+    for (const child of at.children) {
+      if (child.type !== 'element') continue;
+      parents.set(child, at);
+      stack.push(child);
+    }
+  }
   const labels: string[] = [];
   for (let at: XmlElement | undefined = element; at; ) {
     const parent = parents.get(at);
@@ -139,44 +153,52 @@ export function normalise(document: XmlDocument): Normalised {
   if (rootRemoval) throw new SvgRefusal('invalid_svg', 'the document must be one <svg> element', '/');
 
   // First pass, top down: prune every element's children and attributes, noting the namespace
-  // declarations it dropped. Second pass, bottom up: the prefixes each subtree still uses, against
-  // the declarations dropped at its top.
+  // declarations it dropped. Second pass (only when one was dropped), bottom up: the dropped
+  // prefixes each subtree still uses, against the declarations dropped at its top.
   const order: XmlElement[] = [];
   const dropped = new Map<XmlElement, XmlAttribute[]>();
-  const parents = new Map<XmlElement, XmlElement>();
+  const watched = new Set<string>();
   const stack: XmlElement[] = [root];
   while (stack.length > 0) {
     const element = stack.pop() as XmlElement;
     order.push(element);
     pruneChildren(element, removed);
     const declarations = pruneAttributes(element, removed);
-    if (declarations.length > 0) dropped.set(element, declarations);
-    for (const child of element.children) {
-      if (child.type !== 'element') continue;
-      parents.set(child, element);
-      stack.push(child);
+    if (declarations.length > 0) {
+      dropped.set(element, declarations);
+      for (const declaration of declarations) watched.add(declaration.local);
     }
+    for (const child of element.children) if (child.type === 'element') stack.push(child);
   }
-  const used = new Map<XmlElement, Set<string>>();
-  for (let index = order.length - 1; index >= 0; index--) {
-    const element = order[index] as XmlElement;
-    const prefixes = new Set<string>();
-    prefixesUsed(element, prefixes);
-    for (const child of element.children) {
-      if (child.type !== 'element') continue;
-      for (const prefix of used.get(child) ?? []) prefixes.add(prefix);
-      used.delete(child);
-    }
-    used.set(element, prefixes);
-    for (const declaration of dropped.get(element) ?? []) {
-      if (prefixes.has(declaration.local)) {
-        throw new SvgRefusal(
-          'unsafe_svg',
-          `removing the namespace declaration ${declaration.name}="${declaration.value}" would change what the prefix ${declaration.local}: means in what remains; declare it only where it is needed, or not at all`,
-          `${pathOf(element, parents)}/@${declaration.name}`,
-        );
+  if (dropped.size > 0) {
+    const none: ReadonlySet<string> = new Set();
+    const scratch = new Set<string>();
+    const used = new Map<XmlElement, ReadonlySet<string>>();
+    for (let index = order.length - 1; index >= 0; index--) {
+      const element = order[index] as XmlElement;
+      let prefixes: Set<string> | undefined;
+      scratch.clear();
+      prefixesUsed(element, watched, scratch);
+      if (scratch.size > 0) prefixes = new Set(scratch);
+      for (const child of element.children) {
+        if (child.type !== 'element') continue;
+        const below = used.get(child);
+        used.delete(child);
+        if (!below || below.size === 0) continue;
+        prefixes ??= new Set();
+        for (const prefix of below) prefixes.add(prefix);
       }
-      removed.add('namespace-declaration');
+      used.set(element, prefixes ?? none);
+      for (const declaration of dropped.get(element) ?? []) {
+        if (prefixes?.has(declaration.local)) {
+          throw new SvgRefusal(
+            'unsafe_svg',
+            `removing the namespace declaration ${declaration.name}="${declaration.value}" would change what the prefix ${declaration.local}: means in what remains; declare it only where it is needed, or not at all`,
+            `${pathOf(element, root)}/@${declaration.name}`,
+          );
+        }
+        removed.add('namespace-declaration');
+      }
     }
   }
 

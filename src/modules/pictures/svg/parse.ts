@@ -65,6 +65,14 @@ export interface XmlDocument {
   root: XmlElement;
 }
 
+/** saxes' attributes of a tag, in their order (its objects carry exactly the fields of XmlAttribute). */
+function attributesOf(tag: SaxesTagNS): XmlAttribute[] {
+  const attributes: XmlAttribute[] = [];
+  const all = tag.attributes;
+  for (const name in all) attributes.push(all[name] as XmlAttribute);
+  return attributes;
+}
+
 export function parseXml(text: string): XmlDocument {
   const parser = new SaxesParser({ xmlns: true, position: true });
   const byteOrderMark = text.charCodeAt(0) === 0xfeff;
@@ -107,7 +115,7 @@ export function parseXml(text: string): XmlDocument {
       prefix: tag.prefix,
       local: tag.local,
       uri: tag.uri,
-      attributes: Object.values(tag.attributes).map(({ name, prefix, local, uri, value }) => ({ name, prefix, local, uri, value })),
+      attributes: attributesOf(tag),
       children: [],
     };
     const parent = stack[stack.length - 1];
