@@ -17,6 +17,7 @@ import type { DeviceTokenService } from './modules/devices/tokens.js';
 import { devicesRoutes } from './modules/devices/module.js';
 import { approvalPage } from './web/device-approval/approval-page.js';
 import { WebSessions } from './web/device-approval/page-session.js';
+import { pageLook } from './web/device-approval/look.js';
 import { OrganisationSignIn } from './web/device-approval/page-sign-in.js';
 import type { TokenResolver } from './auth/resolver.js';
 import type { Config } from './config.js';
@@ -394,6 +395,8 @@ export function buildApp(deps: AppDependencies): Platform {
       cloud: config.deployment === 'cloud' ? { signIn, codeRateLimit: signInModule.rateLimits.emailVerify } : undefined,
       tenancy: tenancy(config.deployment, organisations),
       rateLimit: (rule) => rateLimits.handler(rule),
+      look: pageLook(config.page),
+      clock,
     }),
   );
   app.use(notFoundHandler());

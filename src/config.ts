@@ -305,6 +305,12 @@ function shape(values: Values) {
       from: values.MAIL_FROM ?? `Platform <no-reply@${values.PLATFORM_BASE_URL ? new URL(values.PLATFORM_BASE_URL).hostname : 'localhost'}>`,
       outboxDir: values.MAIL_OUTBOX_DIR,
     },
+    /** The device approval page's look (src/web/device-approval/look.ts). */
+    page: {
+      productName: values.PAGE_PRODUCT_NAME,
+      logoUrl: values.PAGE_LOGO_URL,
+      accent: values.PAGE_ACCENT,
+    },
     /** The sweeper (src/sweeper): what is past its use goes, every few minutes, one replica at a time. */
     sweeper: {
       enabled: values.SWEEPER_ENABLED,

@@ -1,5 +1,6 @@
 import { SIGN_IN_PROVIDERS, type SignInClient, type SignInProviderId } from '../modules/signin/settings.js';
 import { Refusal } from './variable.js';
+import { accentProblem, logoUrlProblem } from '../web/device-approval/look.js';
 
 /**
  * The parsers of the variables whose values are more than a number, a word or a flag: each reads
@@ -202,4 +203,18 @@ export function smtpUrl(value: string): string {
 export function mailFrom(value: string): string {
   if (!/^[^\r\n]{3,320}$/.test(value) || !value.includes('@')) throw new Refusal('must be an address such as Platform <no-reply@platform.example>');
   return value;
+}
+
+/** The approval page's logo: an image data: URL or a path of this service (src/web/device-approval/look.ts). */
+export function pageLogoUrl(value: string): string {
+  const problem = logoUrlProblem(value);
+  if (problem) throw new Refusal(problem);
+  return value;
+}
+
+/** The approval page's accent: a CSS hex colour white text is readable on. */
+export function pageAccent(value: string): string {
+  const problem = accentProblem(value);
+  if (problem) throw new Refusal(problem);
+  return value.toLowerCase();
 }

@@ -8,6 +8,8 @@ import {
   invitationUrl,
   mailFrom,
   metricsToken,
+  pageAccent,
+  pageLogoUrl,
   providerOrder,
   redirectUris,
   redisUrl,
@@ -500,6 +502,24 @@ export const VARIABLES = {
   MAIL_OUTBOX_DIR: text({
     default: './data/outbox',
     description: 'Without `SMTP_URL`: each mail is an RFC 5322 `.eml` file here (readable by the owner only), named by time.',
+  }),
+  PAGE_PRODUCT_NAME: text({
+    default: 'Platform',
+    description:
+      "The product name the device approval page (`/device`) shows in its header and every title, so that people recognise where they approve devices. See [The approval page](#the-approval-page).",
+  }),
+  PAGE_LOGO_URL: parsed(pageLogoUrl, {
+    values: 'a `data:image/…` URL, or a path of this service (`/…`)',
+    json: { type: 'string', pattern: '^(|data:image/.*|/[^/\\\\].*|/)$' },
+    description:
+      "A logo for the approval page's header, beside the product name: an image `data:` URL (png, jpeg, gif, webp, avif, svg+xml) or a path served by this service. Never another site's address: the page loads nothing from third parties (refused at start).",
+  }),
+  PAGE_ACCENT: parsed(pageAccent, {
+    default: '#1f5fbf',
+    values: 'a CSS hex colour, `#rgb` or `#rrggbb`',
+    json: { type: 'string', pattern: '^(|#[0-9A-Fa-f]{3}|#[0-9A-Fa-f]{6})$' },
+    description:
+      "The approval page's accent: its header rule and primary buttons (white text on it). Refused at start unless white text on it has a contrast of at least 4.5:1 (WCAG AA).",
   }),
   SWEEPER_ENABLED: flag({
     default: true,

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import * as oauth from 'oauth4webapi';
 import type { Page } from 'playwright-core';
+import { audit } from '../support/axe.js';
 import { browsers } from '../support/browser.js';
 import { startCloud, type CloudPlatform } from '../support/cloud.js';
 import { TestIdentityProvider } from '../support/idp.js';
@@ -170,4 +171,37 @@ describe('Cloud sign-in in the browser', () => {
     expect(await organisation.json()).toMatchObject({ kind: 'personal', edition: 'free' });
     expect(errors).toEqual([]);
   });
+
+  it('the approval page\'s Cloud sign-in and emailed-code steps pass axe-core in both schemes and sizes; a reload of the code step sends nothing', async () => {
+    const asked = (await (
+      await fetch(`${origin}/relay/v1/device/code`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ workspaceId: 'ws-browser', name: 'Mailed box' }) })
+    ).json()) as { user_code: string; verification_uri_complete: string };
+    const { page, errors } = await newBrowser();
+    const findings: string[] = [];
+    const check = async (state: string) => {
+      const { violations, unexplained } = await audit(page, state);
+      findings.push(...violations, ...unexplained);
+    };
+    await page.goto(asked.verification_uri_complete);
+    await check('cloud-sign-in');
+    await page.fill('#email', 'olga@example.test');
+    await Promise.all([page.waitForEvent('load'), page.click('button:has-text("Email me a code")')]);
+    await expect(page.locator('h1').textContent()).resolves.toBe('Enter your code');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('code');
+    await check('cloud-email-code');
+    await page.keyboard.type('000000');
+    await Promise.all([page.waitForEvent('load'), page.keyboard.press('Enter')]);
+    await expect(page.locator('#code-error').textContent()).resolves.toContain('That code is wrong or has expired');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('code');
+    await check('cloud-email-code-error');
+    const posts: string[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'POST') posts.push(request.url());
+    });
+    await page.reload();
+    await expect(page.locator('h1').textContent()).resolves.toBe('Enter your code');
+    expect(posts).toEqual([]);
+    expect(findings).toEqual([]);
+    expect(errors).toEqual([]);
+  }, 300_000);
 });

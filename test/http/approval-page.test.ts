@@ -70,9 +70,10 @@ const get = async (browser: Browser, path: string, headers: Record<string, strin
 const post = async (browser: Browser, path: string, form: Record<string, string>, headers: Record<string, string> = { Origin: `http://${browser.host}` }) =>
   remember(browser, await browser.post(path, form, headers));
 
-async function codeFor(body: Record<string, unknown> = {}, options: { host?: string; userAgent?: string } = {}): Promise<AskedCode> {
+async function codeFor(body: Record<string, unknown> = {}, options: { host?: string; userAgent?: string; address?: string } = {}): Promise<AskedCode> {
   const asked = await askForCode(platform, {
     host: options.host ?? HOST,
+    ...(options.address ? { from: options.address } : {}),
     headers: { 'User-Agent': options.userAgent ?? 'workbench/1.4 (linux)' },
     body: { workspaceId: 'ws-main', name: 'Build box', ...body },
   });
@@ -123,6 +124,25 @@ describe('the page itself', () => {
     expect(res.headers['referrer-policy']).toBe('strict-origin');
     expect(res.headers['x-content-type-options']).toBe('nosniff');
     expect(res.headers['set-cookie']).toBeUndefined();
+  });
+
+  it("carries the operator's product name, logo and accent, and lets that logo in only", async () => {
+    const branded = await startPlatform({ env: { PAGE_PRODUCT_NAME: 'Acme <Devices>', PAGE_LOGO_URL: 'data:image/png;base64,iVBORw0KGgo=', PAGE_ACCENT: '#0B5D1E' } });
+    try {
+      await createOrganisation(branded, { name: 'Branded', hosts: ['branded.test'], oidc: idp.settings() });
+      const res = await request(branded.app).get('/device').set('Host', 'branded.test');
+      expect(res.status).toBe(200);
+      expect(res.text).toContain('<title>Connect a device · Acme &lt;Devices&gt;</title>');
+      expect(res.text).toContain('<header><img src="data:image/png;base64,iVBORw0KGgo=" alt=""><span class="product">Acme &lt;Devices&gt;</span></header>');
+      expect(res.text).toContain('--accent: #0b5d1e;');
+      expect(res.headers['content-security-policy']).toMatch(/^default-src 'none'; style-src 'sha256-[^']+'; img-src data:; form-action 'self';/);
+    } finally {
+      await branded.close();
+    }
+    // Without settings: "Platform", no image, and no img-src.
+    const plain = await get(newBrowser(), '/device');
+    expect(plain.text).toContain('<title>Connect a device · Platform</title>');
+    expect(plain.text).not.toContain('<img');
   });
 
   it('is not in the OpenAPI document: it is HTML, not an API operation', () => {
@@ -187,7 +207,7 @@ describe('starting sign-in', () => {
     expect(target.href).not.toContain(asked.user_code.replace('-', ''));
 
     const cookie = ([] as string[]).concat(res.headers['set-cookie'] ?? [])[0]!;
-    expect(cookie).toMatch(/^platform_device=platform_ws_[A-Za-z0-9_-]{43}; Path=\/; Max-Age=600; HttpOnly; SameSite=Lax$/);
+    expect(cookie).toMatch(/^platform_device=platform_ws_[A-Za-z0-9_-]{43}; Path=\/; Max-Age=4200; HttpOnly; SameSite=Lax$/);
     const secret = sessionOf(browser)!;
     const rows = await platform.dataSource.getRepository(WebSessionEntity).findBy({ idHash: hashSecret(secret) });
     expect(rows).toHaveLength(1);
@@ -202,7 +222,7 @@ describe('starting sign-in', () => {
     expect(res.status).toBe(303);
     expect(new URL(res.headers.location!).searchParams.get('redirect_uri')).toBe(`https://${HOST}/device/callback`);
     expect(([] as string[]).concat(res.headers['set-cookie'] ?? [])[0]).toMatch(
-      /^__Host-platform_device=platform_ws_[A-Za-z0-9_-]{43}; Path=\/; Max-Age=600; HttpOnly; SameSite=Lax; Secure$/,
+      /^__Host-platform_device=platform_ws_[A-Za-z0-9_-]{43}; Path=\/; Max-Age=4200; HttpOnly; SameSite=Lax; Secure$/,
     );
   });
 
@@ -247,7 +267,7 @@ describe('the provider\'s answer', () => {
     expect(res.headers.location).toBe('/device');
     expect(sessionOf(browser)).toBeDefined();
     expect(sessionOf(browser)).not.toBe(signingIn);
-    expect(([] as string[]).concat(res.headers['set-cookie'] ?? []).at(-1)).toMatch(/; Max-Age=900; HttpOnly; SameSite=Lax$/);
+    expect(([] as string[]).concat(res.headers['set-cookie'] ?? []).at(-1)).toMatch(/; Max-Age=4500; HttpOnly; SameSite=Lax$/);
 
     // The person exists as a person token would have made them, with the role claim's role.
     const identity = await platform.dataSource.getRepository(PersonIdentityEntity).findOneByOrFail({ issuer: idp.issuer, subject: 'olga' });
@@ -368,12 +388,20 @@ describe('the device page', () => {
     expect(res.text).toContain('&quot;&gt;&lt;svg onload=alert(2)&gt;');
     expect(res.text).not.toMatch(/<script|<img|<svg/i);
     expect(res.text).toContain('Workbench');
-    expect(res.text).toContain('Yes: its tokens only work with a key the device holds');
-    expect(res.text).toMatch(/<dt>Asked from<\/dt><dd>[^<]*127\.0\.0\.1<\/dd>/);
+    expect(res.text).toContain('<dt>Tied to the device</dt><dd>Yes: its access works only on this device, even if copied elsewhere</dd>');
+    expect(res.text).toMatch(/<dt>Asked from<\/dt><dd id="device-address">[^<]*127\.0\.0\.1<\/dd>/);
     // What the device says about itself is labelled as such.
-    expect(res.text).toContain('<dt>Device name (as given by the device)</dt><dd id="device-name">&lt;script&gt;');
-    expect(res.text).toContain('<dt>Workspace (as given by the device)</dt><dd>&lt;img');
-    expect(res.text).toContain('<dt>Software (as given by the device)</dt><dd>&quot;&gt;');
+    const given = '<span class="given">as given by the device</span>';
+    expect(res.text).toContain(`<dt>Device name ${given}</dt><dd id="device-name">&lt;script&gt;`);
+    expect(res.text).toContain(`<dt>Workspace ${given}</dt><dd id="device-workspace">&lt;img`);
+    expect(res.text).toContain(`<dt>Software ${given}</dt><dd>&quot;&gt;`);
+    // Times relative to the server's clock, the exact time (UTC) in the title.
+    expect(res.text).toMatch(/<dt>Asked<\/dt><dd><time datetime="[0-9T:.-]+Z" title="[0-9 :-]+ UTC">just now<\/time><\/dd>/);
+    expect(res.text).toMatch(/<dt>Code expires<\/dt><dd><time datetime="[0-9T:.-]+Z" title="[0-9 :-]+ UTC">in 10 minutes<\/time><\/dd>/);
+    // One form: the organisation (Cloud) and the confirmation above Approve and Deny, side by side.
+    expect(res.text).toMatch(/<div class="actions">\n<button type="submit" name="decision" value="approve" class="primary">Approve<\/button>\n<button type="submit" name="decision" value="deny">Deny<\/button>\n<\/div>/);
+    // Same network as the approver: no extra confirmation.
+    expect(res.text).not.toContain('confirm_own_device');
     expect(res.text).toContain(asked.user_code);
     expect(res.headers['content-security-policy']).toMatch(/form-action 'self'; /);
   });
@@ -394,30 +422,41 @@ describe('the device page', () => {
   });
 
   it.each([
-    ['unknown', async () => 'BCDF-GHJK'],
-    ["another organisation's", async () => (await codeFor({ name: 'Partner box' }, { host: partnerHost })).user_code],
-    ['expired', async () => {
+    ['unknown', 404, /No request has this code/, async () => 'BCDF-GHJK'],
+    ["another organisation's (as unknown)", 404, /No request has this code/, async () => (await codeFor({ name: 'Partner box' }, { host: partnerHost })).user_code],
+    ['expired', 410, /This code has expired/, async () => {
       const asked = await codeFor({ name: 'Old box' });
       platform.clock.advance(601_000);
       return asked.user_code;
     }],
-    ['already decided', async () => {
+    ['approved by another person', 409, /Already approved/, async () => {
       const asked = await codeFor({ name: 'Decided box' });
       const other = newBrowser();
       await signIn(other, 'max', asked.user_code);
       const page = await get(other, '/device');
-      await post(other, '/device/decision', { csrf: csrfOf(page), user_code: asked.user_code, decision: 'deny' });
+      expect((await post(other, '/device/decision', { csrf: csrfOf(page), user_code: asked.user_code, decision: 'approve' })).status).toBe(303);
       return asked.user_code;
     }],
-  ])('answers a code that is %s with the same page, telling nothing more', async (_case, code) => {
+    ['denied by another person', 409, /Already denied/, async () => {
+      const asked = await codeFor({ name: 'Decided box' });
+      const other = newBrowser();
+      await signIn(other, 'max', asked.user_code);
+      const page = await get(other, '/device');
+      expect((await post(other, '/device/decision', { csrf: csrfOf(page), user_code: asked.user_code, decision: 'deny' })).status).toBe(303);
+      return asked.user_code;
+    }],
+  ])('says what became of a code that is %s, and nothing of its details', async (_case, status, title, code) => {
     const browser = newBrowser();
     await signIn(browser, 'olga');
     const userCode = await code();
     try {
       const res = await get(browser, `/device?user_code=${userCode}`);
-      expectPage(res, 404, /No pending request has this code/);
+      expectPage(res, status, title);
       expect(res.text).not.toMatch(/(Partner|Old|Decided) box/);
       expect(res.text).not.toContain('<dl>');
+      expect(res.text).toContain('href="/device?another=1"');
+      // Reloading says the same.
+      expectPage(await get(browser, '/device'), status, title);
     } finally {
       platform.clock.set(Date.now());
     }
@@ -453,21 +492,45 @@ describe('deciding', () => {
     const { asked, browser, csrf } = await openDevice('olga', { name: 'Approved box' });
     expect((await poll(asked.device_code)).body.error).toBe('authorization_pending');
     const res = await post(browser, '/device/decision', { csrf, user_code: asked.user_code, decision: 'approve' });
-    expectPage(res, 200, /Device approved/);
-    expect(res.text).toContain('<strong>Approved box</strong>');
+    // Post, redirect, get: the answer to the post is a redirect to the page that shows the state.
+    expect(res.status).toBe(303);
+    expect(res.headers.location).toBe('/device');
+    const shown = await get(browser, '/device');
+    expectPage(shown, 200, /Device approved/);
+    expect(shown.text).toContain('You approved <strong>Approved box</strong>');
+    expect(shown.text).toContain('class="outcome approved"');
+    // A reload shows the same, never an error.
+    expectPage(await get(browser, '/device'), 200, /Device approved/);
     platform.clock.advance(5_000);
     const tokens = await poll(asked.device_code);
     expect(tokens.status).toBe(200);
     expect(tokens.body).toMatchObject({ token_type: 'Bearer', device_id: expect.stringMatching(/^dev_/) });
     secrets.push(tokens.body.access_token, tokens.body.refresh_token);
-    // The code is done; the page now asks for another.
-    expectPage(await get(browser, '/device'), 200, /Connect a device/);
+    // Redeemed, and past its expiry: still shown as approved, by this person.
+    platform.clock.advance(601_000);
+    try {
+      expectPage(await get(browser, '/device'), 200, /Device approved/);
+    } finally {
+      platform.clock.advance(-601_000);
+    }
+    // Posting the same form again (Back, then resubmit) decides nothing more and shows the same.
+    const again = await post(browser, '/device/decision', { csrf, user_code: asked.user_code, decision: 'deny' });
+    expect(again.status).toBe(303);
+    expectPage(await get(browser, '/device'), 200, /Device approved/);
+    // Another code: the page asks for it.
+    expectPage(await get(browser, '/device?another=1'), 200, /Connect a device/);
   });
 
   it('denies: the device is told access_denied', async () => {
     const { asked, browser, csrf } = await openDevice('mia', { name: 'Denied box' });
     const res = await post(browser, '/device/decision', { csrf, user_code: asked.user_code, decision: 'deny' });
-    expectPage(res, 200, /Device denied/);
+    expect(res.status).toBe(303);
+    expect(res.headers.location).toBe('/device');
+    const shown = await get(browser, '/device');
+    expectPage(shown, 200, /Device denied/);
+    expect(shown.text).toContain('You denied <strong>Denied box</strong>');
+    expect(shown.text).toContain('class="outcome denied"');
+    expectPage(await get(browser, '/device'), 200, /Device denied/);
     const answer = await poll(asked.device_code);
     expect(answer.status).toBe(400);
     expect(answer.body.error).toBe('access_denied');
@@ -499,15 +562,27 @@ describe('deciding', () => {
     expect((await poll(asked.device_code)).body.error).toBe('authorization_pending');
   });
 
-  it('needs a session: without one, or once it has ended after fifteen minutes, nothing is decided', async () => {
+  it('needs a session: without one, or once it has ended after fifteen minutes, nothing is decided, and the code is kept', async () => {
     const { asked, browser, csrf } = await openDevice('olga');
     const stranger = newBrowser();
-    expectPage(await post(stranger, '/device/decision', { csrf, user_code: asked.user_code, decision: 'approve' }), 401, /You are signed out/);
+    const refused = await post(stranger, '/device/decision', { csrf, user_code: asked.user_code, decision: 'approve' });
+    expect(refused.status).toBe(303);
+    expect(refused.headers.location).toBe(`/device?user_code=${asked.user_code}&notice=session-ended`);
 
     platform.clock.advance(901_000);
     try {
-      expectPage(await post(browser, '/device/decision', { csrf, user_code: asked.user_code, decision: 'approve' }), 401, /You are signed out/);
-      expectPage(await get(browser, `/device?user_code=${asked.user_code}`), 200, /Sign in to connect a device/);
+      // Reloading the device page after the session ran out: sign in again, with the same code.
+      const lapsed = await get(browser, '/device');
+      expectPage(lapsed, 200, /Sign in to connect a device/);
+      expect(lapsed.text).toContain('Your session ended, so nothing was decided.');
+      expect(lapsed.text).toContain(`<p class="code">${asked.user_code}</p>`);
+      expect(lapsed.text).toContain(`<input type="hidden" name="user_code" value="${asked.user_code}">`);
+      const posted = await post(browser, '/device/decision', { csrf, user_code: asked.user_code, decision: 'approve' });
+      expect(posted.status).toBe(303);
+      const shown = await get(browser, posted.headers.location!);
+      expectPage(shown, 200, /Sign in to connect a device/);
+      expect(shown.text).toContain('Your session ended');
+      expect(shown.text).toContain(asked.user_code);
     } finally {
       platform.clock.advance(-901_000);
     }
@@ -534,11 +609,68 @@ describe('deciding', () => {
     const secret = sessionOf(browser)!;
     const res = await post(browser, '/device/sign-out', { csrf });
     expect(res.status).toBe(303);
-    expect(res.headers.location).toBe('/device');
+    expect(res.headers.location).toBe('/device?notice=signed-out');
     expect(sessionOf(browser)).toBeUndefined();
+    const shown = await get(browser, res.headers.location!);
+    expectPage(shown, 200, /Connect a device/);
+    expect(shown.text).toContain('<p class="notice" role="status">You are signed out.</p>');
     expect(await platform.dataSource.getRepository(WebSessionEntity).countBy({ idHash: hashSecret(secret) })).toBe(0);
     const again = await post(holding(secret), '/device/decision', { csrf, user_code: asked.user_code, decision: 'approve' });
-    expectPage(again, 401, /You are signed out/);
+    expect(again.status).toBe(303);
+    expect(again.headers.location).toBe(`/device?user_code=${asked.user_code}&notice=session-ended`);
+    expect((await poll(asked.device_code)).body.error).toBe('authorization_pending');
+  });
+});
+
+describe('a request from another network', () => {
+  /** The device asks from 198.51.100.7; the person approves from `approverAddress`. */
+  async function openFrom(approverAddress: string) {
+    const asked = await codeFor({ name: 'Far box' }, { address: '198.51.100.7' });
+    const browser = newBrowser();
+    const at = { 'X-Forwarded-For': approverAddress };
+    const start = await post(browser, '/device/sign-in', { user_code: asked.user_code }, { Origin: ORIGIN, ...at });
+    const back = await idp.authorize(start.headers.location!, 'olga');
+    secrets.push(back.searchParams.get('code') ?? '');
+    await get(browser, `${back.pathname}${back.search}`, at);
+    const page = await get(browser, '/device', at);
+    expectPage(page, 200, /Approve this device\?/);
+    return { asked, browser, at, page, csrf: csrfOf(page) };
+  }
+
+  it('from the same /24 asks nothing more', async () => {
+    const { page } = await openFrom('198.51.100.200');
+    expect(page.text).not.toContain('another network');
+    expect(page.text).not.toContain('confirm_own_device');
+  });
+
+  it('says so before the buttons, and approving needs the explicit confirmation, checked by the server', async () => {
+    const { asked, browser, at, page, csrf } = await openFrom('203.0.113.9');
+    expect(page.text).toContain('<strong>This request comes from another network than yours.</strong> The device asked from 198.51.100.7');
+    expect(page.text.indexOf('id="other-network"')).toBeLessThan(page.text.indexOf('value="approve"'));
+    expect(page.text).toMatch(/<input type="checkbox" id="confirm_own_device" name="confirm_own_device" value="yes"><label for="confirm_own_device">I started this on my own device just now<\/label>/);
+
+    // Approve without the box ticked: nothing is approved; the page says why, at the box.
+    const refused = await post(browser, '/device/decision', { csrf, user_code: asked.user_code, decision: 'approve' }, { Origin: ORIGIN, ...at });
+    expect(refused.status).toBe(303);
+    expect(refused.headers.location).toBe('/device');
+    expect((await poll(asked.device_code)).body.error).toBe('authorization_pending');
+    const shown = await get(browser, '/device', at);
+    expectPage(shown, 200, /Approve this device\?/);
+    expect(shown.text).toContain('<p class="error" id="confirm_own_device-error">Nothing was approved. This request comes from another network than yours');
+    expect(shown.text).toContain('name="confirm_own_device" value="yes" aria-invalid="true" aria-describedby="confirm_own_device-error" autofocus>');
+    // Shown once: a reload shows the request without the error.
+    expect((await get(browser, '/device', at)).text).not.toContain('confirm_own_device-error');
+
+    // With the box ticked: approved.
+    const approved = await post(browser, '/device/decision', { csrf, user_code: asked.user_code, decision: 'approve', confirm_own_device: 'yes' }, { Origin: ORIGIN, ...at });
+    expect(approved.status).toBe(303);
+    expectPage(await get(browser, '/device', at), 200, /Device approved/);
+  });
+
+  it('lets the person deny without the confirmation', async () => {
+    const { asked, browser, at, csrf } = await openFrom('2001:db8::1');
+    expect((await post(browser, '/device/decision', { csrf, user_code: asked.user_code, decision: 'deny' }, { Origin: ORIGIN, ...at })).status).toBe(303);
+    expectPage(await get(browser, '/device', at), 200, /Device denied/);
   });
 });
 
@@ -552,13 +684,14 @@ describe('rate limits', () => {
       const browser = newBrowser();
       await signIn(browser, 'olga');
       const statuses: number[] = [];
+      // A new code each time (guesses), from a new address each time: only the per-person counter can stop these.
+      const guess = (attempt: number) => `BCDF-GH${'JKLMNPQRSTV'[attempt % 11]}${'WXZ'[Math.floor(attempt / 11)]}`;
       for (let attempt = 0; attempt < 11; attempt++) {
-        // A new address each time: only the per-person counter can stop these.
-        statuses.push((await get(browser, '/device?user_code=BCDF-GHJK', { 'X-Forwarded-For': `203.0.113.${attempt + 1}` })).status);
+        statuses.push((await get(browser, `/device?user_code=${guess(attempt)}`, { 'X-Forwarded-For': `203.0.113.${attempt + 1}` })).status);
       }
       expect(statuses.slice(0, 10)).toEqual(Array(10).fill(404));
       expect(statuses[10]).toBe(429);
-      const refused = await get(browser, '/device?user_code=BCDF-GHJK', { 'X-Forwarded-For': '203.0.113.99' });
+      const refused = await get(browser, `/device?user_code=${guess(12)}`, { 'X-Forwarded-For': '203.0.113.99' });
       expectPage(refused, 429, /Too many attempts/);
       expect(refused.headers['retry-after']).toBe('60');
     } finally {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Response } from 'supertest';
-import { BASE_URL, createTeam, emailSignIn, lastMailTo, pkce, startCloud, type CloudPlatform, type SignedIn } from '../support/cloud.js';
+import { BASE_URL, createTeam, emailSignIn, lastMailTo, outboxMails, pkce, startCloud, type CloudPlatform, type SignedIn } from '../support/cloud.js';
 import { FakeOAuthProvider } from '../support/oauth2-server.js';
 import { PageBrowser } from '../support/cookie-jar.js';
 import { askForCode } from '../support/devices.js';
@@ -38,6 +38,8 @@ const newBrowser = (): Browser => new PageBrowser(platform.app);
 const get = (browser: Browser, path: string) => browser.get(path);
 const post = (browser: Browser, path: string, form: Record<string, string>, origin = BASE_URL) => browser.post(path, form, { Origin: origin });
 
+const mailCount = async (to: string) => (await outboxMails(platform.outbox)).filter((mail) => mail.to === to).length;
+
 const title = (res: Response) => /<h1>([^<]*)<\/h1>/.exec(res.text)?.[1];
 
 const codeFor = (kind: 'workbench' | 'node' = 'workbench') => askForCode(platform, { body: { workspaceId: 'ws-page', name: `Page ${kind}`, kind } });
@@ -45,8 +47,9 @@ const codeFor = (kind: 'workbench' | 'node' = 'workbench') => askForCode(platfor
 /** Signs the browser in with an emailed code, from the page. */
 async function signInByEmail(browser: Browser, email: string, userCode: string): Promise<Response> {
   const started = await post(browser, '/device/sign-in', { provider: 'email', email, user_code: userCode });
-  expect(started.status).toBe(200);
-  expect(title(started)).toBe('Enter your code');
+  expect(started.status).toBe(303);
+  expect(started.headers.location).toBe('/device');
+  expect(title(await get(browser, '/device'))).toBe('Enter your code');
   const digits = (await lastMailTo(platform.outbox, email)).digits!;
   const done = await post(browser, '/device/email-code', { code: digits });
   expect(done.status).toBe(303);
@@ -69,13 +72,31 @@ describe('signing in on the Cloud approval page', () => {
   it('with an emailed code: a wrong code is shown again with a note, the right one signs in; then approve into a team', async () => {
     const asked = await codeFor();
     const browser = newBrowser();
+    const mailsBefore = await mailCount('page-member@example.test');
     const started = await post(browser, '/device/sign-in', { provider: 'email', email: 'page-member@example.test', user_code: asked.user_code });
-    expect(title(started)).toBe('Enter your code');
+    // Post, redirect, get: the code page is a GET, and reloading it mails nothing.
+    expect(started.status).toBe(303);
+    expect(started.headers.location).toBe('/device');
     expect(browser.cookies.get('__Host-platform_device')).toMatch(/^platform_ws_/);
-    const digits = (await lastMailTo(platform.outbox, 'page-member@example.test')).digits!;
+    const mail = await lastMailTo(platform.outbox, 'page-member@example.test');
+    const digits = mail.digits!;
+    for (let reload = 0; reload < 2; reload++) {
+      const page = await get(browser, '/device');
+      expect(title(page)).toBe('Enter your code');
+      expect(page.text).toContain('<strong>page-member@example.test</strong>');
+      expect(page.text).toMatch(/<input type="text" id="code" name="code"[^>]* autofocus>/);
+    }
+    expect((await lastMailTo(platform.outbox, 'page-member@example.test')).digits).toBe(digits);
+    expect(await mailCount('page-member@example.test')).toBe(mailsBefore + 1);
     const wrong = await post(browser, '/device/email-code', { code: String((Number(digits) + 1) % 1_000_000).padStart(6, '0') });
-    expect(wrong.status).toBe(400);
-    expect(wrong.text).toContain('That code is wrong or has expired');
+    expect(wrong.status).toBe(303);
+    expect(wrong.headers.location).toBe('/device');
+    const again = await get(browser, '/device');
+    expect(title(again)).toBe('Enter your code');
+    expect(again.text).toContain('<p class="error" id="code-error">That code is wrong or has expired');
+    expect(again.text).toContain('aria-invalid="true" aria-describedby="code-error" autofocus>');
+    // Said once: a reload shows the form without the error.
+    expect((await get(browser, '/device')).text).not.toContain('code-error');
     const done = await post(browser, '/device/email-code', { code: digits });
     expect(done.status).toBe(303);
     const shown = await get(browser, '/device');
@@ -85,8 +106,9 @@ describe('signing in on the Cloud approval page', () => {
     expect(shown.text).toContain(`<option value="${member.personalOrganisationId}">`);
     const csrf = /name="csrf" value="([^"]+)"/.exec(shown.text)![1]!;
     const decided = await post(browser, '/device/decision', { csrf, user_code: asked.user_code, decision: 'approve', organisation: team.id });
-    expect(decided.status).toBe(200);
-    expect(title(decided)).toBe('Device approved');
+    expect(decided.status).toBe(303);
+    expect(title(await get(browser, '/device'))).toBe('Device approved');
+    expect(title(await get(browser, '/device'))).toBe('Device approved');
     platform.clock.advance(asked.interval * 1000);
     const tokens = await call(platform, 'post', '/relay/v1/device/token', { body: { device_code: asked.device_code } });
     expect(tokens.status).toBe(200);
@@ -161,8 +183,11 @@ describe('signing in on the Cloud approval page', () => {
     // Naming the team anyway is refused; an organisation that is not theirs too.
     expect((await post(browser, '/device/decision', { csrf, user_code: node.user_code, decision: 'approve', organisation: team.id })).status).toBe(403);
     const elsewhere = await post(browser, '/device/decision', { csrf, user_code: node.user_code, decision: 'approve', organisation: owner.personalOrganisationId });
-    expect(elsewhere.status).toBe(400);
-    expect(title(elsewhere)).toBe('Choose an organisation');
+    expect(elsewhere.status).toBe(303);
+    const shownAgain = await get(browser, '/device');
+    expect(title(shownAgain)).toBe('Approve this device?');
+    expect(shownAgain.text).toContain('<p class="error" id="organisation-error">Nothing was approved. Choose one of your organisations for the device.</p>');
+    expect(shownAgain.text).toContain('<select id="organisation" name="organisation" aria-invalid="true" aria-describedby="organisation-error" autofocus>');
   });
 
   it('refuses a form from another site, a callback it did not start, and passes on a refusal at the provider', async () => {
@@ -171,8 +196,12 @@ describe('signing in on the Cloud approval page', () => {
     expect((await get(browser, '/device/callback?code=platform_sc_x&state=nope')).status).toBe(400);
     expect((await post(browser, '/device/email-code', { code: '123456' })).status).toBe(400);
     const bad = await post(browser, '/device/sign-in', { provider: 'email', email: 'not-an-address' });
-    expect(bad.status).toBe(400);
-    expect(bad.text).toContain('That is not an email address.');
+    expect(bad.status).toBe(303);
+    expect(bad.headers.location).toBe('/device?notice=bad-email');
+    const badShown = await get(browser, bad.headers.location!);
+    expect(title(badShown)).toBe('Sign in to connect a device');
+    expect(badShown.text).toContain('<p class="error" id="email-error">That is not an email address. Nothing was sent.</p>');
+    expect(badShown.text).toMatch(/<input type="email" id="email"[^>]* aria-invalid="true" aria-describedby="email-error" autofocus>/);
     const unknown = await post(browser, '/device/sign-in', { provider: 'yahoo' });
     expect(unknown.status).toBe(400);
 
@@ -196,7 +225,10 @@ describe('signing in on the Cloud approval page', () => {
     const browser = newBrowser();
     const shown = await signInByEmail(browser, 'page-owner@example.test', asked.user_code);
     const csrf = /name="csrf" value="([^"]+)"/.exec(shown.text)![1]!;
-    expect((await post(browser, '/device/sign-out', { csrf })).status).toBe(303);
+    const out = await post(browser, '/device/sign-out', { csrf });
+    expect(out.status).toBe(303);
+    expect(out.headers.location).toBe('/device?notice=signed-out');
+    expect(await get(browser, out.headers.location!)).toMatchObject({ status: 200, text: expect.stringContaining('You are signed out.') });
     expect(title(await get(browser, `/device?user_code=${asked.user_code}`))).toBe('Sign in to connect a device');
   });
 });

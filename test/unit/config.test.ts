@@ -114,6 +114,12 @@ describe('config', () => {
     expect(refusal({ WEB_CONCURRENCY: '2', REDIS_URL: 'http://x' })).toBe('REDIS_URL: must start with redis:// or rediss://');
   });
 
+  it("refuses an approval page logo from another site and an accent white text is unreadable on", () => {
+    expect(refusal({ PAGE_LOGO_URL: 'https://cdn.example/logo.png' })).toMatch(/^PAGE_LOGO_URL: must be a data:image\/… URL or a path served by this service/);
+    expect(refusal({ PAGE_ACCENT: '#ffcc00' })).toMatch(/^PAGE_ACCENT: white text on #ffcc00 has a contrast of 1\.\d\d:1, below 4\.5:1/);
+    expect(refusal({ PAGE_ACCENT: 'teal' })).toBe('PAGE_ACCENT: must be a CSS hex colour, #rgb or #rrggbb (e.g. #1f5fbf)');
+  });
+
   it('never repeats a database password in its refusal', () => {
     expect(refusal({ DATABASE_URL: 'postgres://u:secretpw@h/db' })).not.toContain('secretpw');
   });

@@ -94,6 +94,16 @@ export interface PendingDevice {
   keyBound: boolean;
 }
 
+/**
+ * Why a code is not pending, as the approval page tells the person who typed it. A code of
+ * another organisation (that this person did not decide) is `unknown`: the page tells nobody
+ * about another organisation's codes.
+ */
+export type CodeOutcome =
+  | { state: 'unknown' }
+  | { state: 'expired' }
+  | { state: 'approved' | 'denied'; byYou: boolean; name: string | undefined };
+
 export class DeviceCodeService {
   private readonly devices: DeviceStore;
 
@@ -293,6 +303,25 @@ export class DeviceCodeService {
       .execute();
     if ((result.affected ?? 0) !== 1) throw notFound('no pending request has this code; check it, or ask the device for a new one');
     return this.view(record, userCode);
+  }
+
+  /**
+   * What became of a code that is not pending (the page asks after `lookUp` or `decide` answered
+   * 404): decided (by this person or another of the organisation), expired, or unknown. The
+   * device's name is told only to the person who decided it.
+   */
+  async outcomeOf(userCode: string, approver: Approver): Promise<CodeOutcome> {
+    const code = normaliseUserCode(userCode);
+    const record = code ? await this.dataSource.manager.findOneBy(DeviceAuthorizationEntity, { userCodeHash: hashSecret(code) }) : null;
+    if (!record) return { state: 'unknown' };
+    const byYou = record.decidedBy === approver.personId;
+    const ours = byYou || record.organisationId === null || record.organisationId === approver.organisationId;
+    if (!ours) return { state: 'unknown' };
+    if (record.status === 'approved' || record.status === 'redeemed' || record.status === 'denied') {
+      return { state: record.status === 'denied' ? 'denied' : 'approved', byYou, name: byYou ? record.name : undefined };
+    }
+    if (record.expiresAt.getTime() <= this.clock.now().getTime()) return { state: 'expired' };
+    return { state: 'unknown' };
   }
 
   /**

@@ -10,8 +10,12 @@ import type { OrganisationRecord } from '../../modules/organisation/entities.js'
 import type { OrganisationService } from '../../modules/organisation/service.js';
 import { auditDecision, USER_CODE_ADDRESS_RATE_LIMIT, USER_CODE_PERSON_RATE_LIMIT } from '../../modules/devices/approval-routes.js';
 import { formatUserCode, normaliseUserCode, type Approver, type DeviceCodeService } from '../../modules/devices/device-code.js';
-import { cloudSignInPage, contentSecurityPolicy, decidedPage, devicePage, emailCodePage, entryPage, messagePage, signInPage } from './page-html.js';
+import { pageHtml, type PageHtml } from './page-html.js';
 import { csrfTokenOf, type SignedInSession, type WebSessions } from './page-session.js';
+import { isPageNotice, type PageNotice } from './notices.js';
+import type { PageLook } from './look.js';
+import { sameNetwork } from './network.js';
+import type { Clock } from '../../util/clock.js';
 import { issuerSettingsOf, SignInFailed, type ApproverSignIn } from './page-sign-in.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { bindingForStart, flowCookie } from '../../modules/signin/flow-binding.js';
@@ -23,11 +27,17 @@ import { mayApproveKind } from '../../modules/devices/device-code.js';
  * The approval page at `verification_uri` (`/device`): a person signs in, sees what is asking
  * to join, and approves or denies it. Server-rendered HTML with plain forms; no script at all.
  *
- *   GET  /device[?user_code=…]  enter a code / sign in / see the device (claims the code)
+ *   GET  /device[?user_code=…]  enter a code / sign in / see the device (claims the code) / what
+ *                               became of it
  *   POST /device/sign-in        start sign-in at the organisation's provider (PKCE, state, nonce)
  *   GET  /device/callback       the provider's answer: a short-lived session, then back to /device
  *   POST /device/decision       approve or deny (synchronizer token + Origin check)
  *   POST /device/sign-out       end the session
+ *
+ * Post, redirect, get: every form a person fills in answers 303 to `/device`, which shows what
+ * happened from the page session (the code it is about, a notice shown once) and the stored
+ * state of the code, so a reload or Back never posts again and never mails again. Only refusals
+ * of a form that no page of this site sent (CSRF, a wrong body) answer the post itself.
  *
  * These are pages, not API operations: they answer HTML, are mounted beside the route registry
  * and stay out of the OpenAPI document (which describes the JSON API; the console's JSON approval
@@ -48,6 +58,10 @@ export interface ApprovalPageOptions {
   cloud?: CloudPageOptions | undefined;
   tenancy: RequestHandler;
   rateLimit: (rule: RateLimitRule) => RequestHandler;
+  /** The operator's product name, logo and accent (src/web/device-approval/look.ts). */
+  look: PageLook;
+  /** "Asked 1 minute ago": the server's time. */
+  clock: Clock;
 }
 
 export interface CloudPageOptions {
@@ -61,6 +75,13 @@ const COOKIE = 'platform_device';
 const SECURE_COOKIE = `__Host-${COOKIE}`;
 
 const FORM_BODY_LIMIT = '4kb';
+
+/** A form post of a session that has ended (or never was): carries the code the form was about. */
+class SignedOut extends Error {
+  constructor(readonly userCode: string | undefined) {
+    super('signed out');
+  }
+}
 
 class PageAnswer extends Error {
   constructor(
@@ -90,6 +111,8 @@ function runMiddleware(handler: RequestHandler, req: Request, res: Response): Pr
 export function approvalPage(options: ApprovalPageOptions): Router {
   const { deviceCodes, organisations, sessions, signIn } = options;
   const { cloud } = options;
+  const views = pageHtml(options.look);
+  const { messagePage, entryPage, signInPage, cloudSignInPage, emailCodePage, devicePage, outcomePage } = views;
   const router = express.Router();
   const form = express.urlencoded({ extended: false, limit: FORM_BODY_LIMIT, parameterLimit: 10 });
 
@@ -112,7 +135,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
       .status(status)
       .set({
         'Content-Type': 'text/html; charset=utf-8',
-        'Content-Security-Policy': contentSecurityPolicy(formTargets),
+        'Content-Security-Policy': views.contentSecurityPolicy(formTargets),
         'Cache-Control': 'no-store',
         // Form posts carry a real Origin (the CSRF check reads it; `no-referrer` would make it
         // `null`), and no Referer ever holds more than the origin: a user code in this page's
@@ -183,8 +206,8 @@ export function approvalPage(options: ApprovalPageOptions): Router {
    * Look-ups and decisions count against the address and the person, on the same counters as
    * the console's JSON approval operations: a code is guessed once, wherever it is tried.
    */
-  async function limitLookUps(req: Request, res: Response, approver: Approver): Promise<void> {
-    await runMiddleware(options.rateLimit(USER_CODE_ADDRESS_RATE_LIMIT), req, res);
+  async function limitLookUps(req: Request, res: Response, approver: Approver, counted = true): Promise<void> {
+    if (counted) await runMiddleware(options.rateLimit(USER_CODE_ADDRESS_RATE_LIMIT), req, res);
     req.context.principal = {
       kind: 'person',
       organisationId: approver.organisationId,
@@ -193,21 +216,17 @@ export function approvalPage(options: ApprovalPageOptions): Router {
       deviceId: undefined,
       scopes: [],
     };
-    await runMiddleware(options.rateLimit(USER_CODE_PERSON_RATE_LIMIT), req, res);
+    if (counted) await runMiddleware(options.rateLimit(USER_CODE_PERSON_RATE_LIMIT), req, res);
   }
 
-  /** A code the service refuses to show: unknown, expired, decided, another organisation's, or not this person's to decide. */
-  function refusal(error: unknown, signedIn: { name: string; csrf: string }): unknown {
+  /**
+   * A code the service refuses to show: what became of it (decided, by this person or another;
+   * expired; unknown or another organisation's), or not this person's to decide.
+   */
+  async function refusal(error: unknown, userCode: string, approver: Approver, signedIn: { name: string; csrf: string }): Promise<unknown> {
     if (error instanceof ApiError && error.status === 404) {
-      return stop(
-        404,
-        messagePage({
-          title: 'No pending request has this code',
-          message: 'Check the code on the device. If it has expired or was already used, ask the device for a new one.',
-          next: 'enter-code',
-          signedIn,
-        }),
-      );
+      const { status, body } = outcomePage(await deviceCodes.outcomeOf(userCode, approver), signedIn);
+      return stop(status, body);
     }
     if (error instanceof ApiError && error.status === 403) {
       return stop(403, messagePage({ title: 'You cannot decide this request', message: `${capitalise(error.message)}.`, next: 'enter-code', signedIn }));
@@ -224,22 +243,42 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     return formatUserCode(code);
   }
 
-  /** Looks the code up (claiming it) for the signed-in person, on the look-up counters. */
-  async function lookUpFor(
-    req: Request,
-    res: Response,
-    current: { secret: string; session: SignedInSession; approver: Approver; signedIn: { name: string; csrf: string } },
-    userCode: string,
-    fromQuery: boolean,
-  ) {
-    await limitLookUps(req, res, current.approver);
+  type Current = { secret: string; session: SignedInSession; approver: Approver; signedIn: { name: string; csrf: string } };
+
+  /**
+   * Looks the code up (claiming it) for the signed-in person, on the look-up counters. The session
+   * remembers the code (so that a reload, or signing in again after the session ran out, comes
+   * back to it) and forgets the notice it has now shown.
+   */
+  async function lookUpFor(req: Request, res: Response, current: Current, userCode: string) {
+    // The code the session already holds was counted when it was typed: reloading it guesses nothing.
+    await limitLookUps(req, res, current.approver, current.session.userCode !== userCode);
+    if (current.session.userCode !== userCode || current.session.notice) {
+      await sessions.remember(current.secret, current.session, { userCode, notice: undefined });
+    }
     try {
       return await deviceCodes.lookUp(userCode, current.approver);
     } catch (error) {
-      // A remembered code that can no longer be shown is forgotten, so /device asks for another.
-      if (!fromQuery && current.session.userCode) await sessions.forgetUserCode(current.secret, current.session);
-      throw refusal(error, current.signedIn);
+      throw await refusal(error, userCode, current.approver, current.signedIn);
     }
+  }
+
+  /** A notice named in the address (set by a redirect of this page, when there is no session to hold it). */
+  function noticeOf(req: Request): PageNotice | undefined {
+    const notice = single(req.query.notice);
+    return isPageNotice(notice) ? notice : undefined;
+  }
+
+  /** Back to the page, which shows what happened (post, redirect, get). */
+  function seeThePage(res: Response, query: Record<string, string | undefined> = {}): void {
+    const search = new URLSearchParams(Object.entries(query).filter((entry): entry is [string, string] => entry[1] !== undefined)).toString();
+    res.set({ 'Cache-Control': 'no-store', 'Referrer-Policy': 'strict-origin' }).redirect(303, search ? `/device?${search}` : '/device');
+  }
+
+  /** A browser whose session ran out: the code it was about, so that signing in again continues with it. */
+  async function lapsedCode(req: Request, organisationId: string | null): Promise<string | undefined> {
+    const secret = readCookie(req, cookieName(req));
+    return secret ? sessions.lapsedCode(secret, organisationId) : undefined;
   }
 
   // GET /device ---------------------------------------------------------------------------------
@@ -247,16 +286,31 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     const { signIn, organisation } = requireSignIn(req);
     const current = await currentSession(req, organisation);
     const fromQuery = codeFrom(single(req.query.user_code), current?.signedIn);
+    const another = single(req.query.another) !== undefined;
     if (!current) {
-      if (!fromQuery) return send(res, 200, entryPage({}));
+      const lapsed = another ? undefined : await lapsedCode(req, organisation.id);
+      const userCode = fromQuery ?? lapsed;
+      const notice = noticeOf(req) ?? (lapsed ? 'session-ended' : undefined);
+      if (!userCode) return send(res, 200, entryPage({ notice }));
       // Nothing about a code is looked up before sign-in: the page cannot be used to probe codes.
       const formTargets = await signIn.formTargets(organisation);
-      return send(res, 200, signInPage({ userCode: fromQuery, organisationName: organisation.name }), formTargets);
+      return send(res, 200, signInPage({ userCode, organisationName: organisation.name, notice }), formTargets);
     }
-    const userCode = fromQuery ?? current.session.userCode;
+    const userCode = fromQuery ?? (another ? undefined : current.session.userCode);
     if (!userCode) return send(res, 200, entryPage({ signedIn: current.signedIn }));
-    const device = await lookUpFor(req, res, current, userCode, fromQuery !== undefined);
-    send(res, 200, devicePage(device, { csrf: current.csrf, signedIn: current.signedIn, organisationName: organisation.name }));
+    const device = await lookUpFor(req, res, current, userCode);
+    send(
+      res,
+      200,
+      devicePage(device, {
+        csrf: current.csrf,
+        signedIn: current.signedIn,
+        organisationName: organisation.name,
+        now: options.clock.now(),
+        otherNetwork: !sameNetwork(device.requesterAddress, req.ip),
+        notice: fromQuery ? undefined : current.session.notice,
+      }),
+    );
   }
 
   // POST /device/sign-in ------------------------------------------------------------------------
@@ -304,9 +358,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     requireSameOrigin(req);
     const body = requireFormBody(req);
     const current = cloud ? await currentCloudSession(req) : await currentSession(req, requireSignIn(req).organisation);
-    if (!current) {
-      throw stop(401, messagePage({ title: 'You are signed out', message: 'Your session has ended. Sign in again to continue.', next: 'start-again' }));
-    }
+    if (!current) throw new SignedOut(single(body.user_code));
     const csrf = single(body.csrf);
     if (!csrf || !safeEqual(csrf, current.csrf)) {
       throw stop(403, messagePage({ title: 'Request refused', message: 'This form is out of date. Open the page again and use its buttons.', next: 'start-again', signedIn: current.signedIn }));
@@ -316,33 +368,72 @@ export function approvalPage(options: ApprovalPageOptions): Router {
 
   // POST /device/decision -----------------------------------------------------------------------
   async function decide(req: Request, res: Response): Promise<void> {
-    const { body, current } = await signedInPost(req);
+    let posted;
+    try {
+      posted = await signedInPost(req);
+    } catch (error) {
+      // The session ran out under the page: back to sign-in, with the code, and nothing decided.
+      if (!(error instanceof SignedOut)) throw error;
+      const userCode = error.userCode !== undefined ? normaliseUserCode(error.userCode) : undefined;
+      return seeThePage(res, { user_code: userCode ? formatUserCode(userCode) : undefined, notice: 'session-ended' });
+    }
+    const { body, current } = posted;
     const decision = single(body.decision);
     const userCode = codeFrom(single(body.user_code), current.signedIn);
     if ((decision !== 'approve' && decision !== 'deny') || !userCode) {
       throw stop(400, messagePage({ title: 'Request refused', message: 'Choose Approve or Deny on the page.', next: 'enter-code', signedIn: current.signedIn }));
     }
-    await limitLookUps(req, res, current.approver);
-    const approver = cloud && decision === 'approve' ? await chosenApprover(current.approver.personId, single(body.organisation), current.signedIn) : current.approver;
+    await limitLookUps(req, res, current.approver, current.session.userCode !== userCode);
+    // From here on the page shows this code, whatever happens to it.
+    const again = async (notice: PageNotice | undefined) => {
+      await sessions.remember(current.secret, current.session, { userCode, notice });
+      seeThePage(res);
+    };
     let device;
+    try {
+      device = await deviceCodes.lookUp(userCode, current.approver);
+    } catch (error) {
+      // Decided, expired or unknown: the page says which. Not this person's: said here.
+      if (error instanceof ApiError && error.status === 404) return again(undefined);
+      throw await refusal(error, userCode, current.approver, current.signedIn);
+    }
+    // The phishing cue, enforced here and not only on the page (src/web/device-approval/network.ts).
+    if (decision === 'approve' && !sameNetwork(device.requesterAddress, req.ip) && single(body.confirm_own_device) !== 'yes') {
+      return again('confirm-own-device');
+    }
+    let approver = current.approver;
+    if (cloud && decision === 'approve') {
+      const organisationId = single(body.organisation);
+      const membership = organisationId ? await organisations.membershipIn(current.approver.personId, organisationId) : undefined;
+      if (!membership) return again('choose-organisation');
+      approver = { personId: current.approver.personId, organisationId: membership.organisation.id, role: membership.role };
+    }
     try {
       device = await deviceCodes.decide(userCode, approver, decision);
     } catch (error) {
-      throw refusal(error, current.signedIn);
-    } finally {
-      if (current.session.userCode) await sessions.forgetUserCode(current.secret, current.session);
+      if (error instanceof ApiError && error.status === 404) return again(undefined);
+      throw await refusal(error, userCode, approver, current.signedIn);
     }
     // limitLookUps named the signed-in person as the request's principal.
     auditDecision(req.log, req.context.principal, device, decision === 'approve' ? 'approved' : 'denied');
-    send(res, 200, decidedPage(device, decision, current.signedIn));
+    await again(undefined);
   }
 
   // POST /device/sign-out -----------------------------------------------------------------------
   async function signOut(req: Request, res: Response): Promise<void> {
-    const { current } = await signedInPost(req);
+    let posted;
+    try {
+      posted = await signedInPost(req);
+    } catch (error) {
+      // Signed out already (the session ran out): what the person asked for.
+      if (!(error instanceof SignedOut)) throw error;
+      clearCookie(req, res);
+      return seeThePage(res, { notice: 'signed-out' });
+    }
+    const { current } = posted;
     await sessions.end(current.secret);
     clearCookie(req, res);
-    res.set({ 'Cache-Control': 'no-store' }).redirect(303, '/device');
+    seeThePage(res, { notice: 'signed-out' });
   }
 
 
@@ -372,15 +463,6 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     return { secret, session, approver, csrf: signedIn.csrf, signedIn, memberships };
   }
 
-  /** The organisation the person picked on the page, if it is one of theirs. */
-  async function chosenApprover(personId: string, organisationId: string | undefined, signedIn: { name: string; csrf: string }): Promise<Approver> {
-    const membership = organisationId ? await organisations.membershipIn(personId, organisationId) : undefined;
-    if (!membership) {
-      throw stop(400, messagePage({ title: 'Choose an organisation', message: 'Choose one of your organisations for the device.', next: 'enter-code', signedIn }));
-    }
-    return { personId, organisationId: membership.organisation.id, role: membership.role };
-  }
-
   /** Origins the sign-in forms may send the browser to: the enabled providers' sign-in pages. */
   async function providerOrigins(signInService: SignInService): Promise<string[]> {
     const origins: string[] = [];
@@ -395,17 +477,42 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     const { signIn: signInService } = requireCloud();
     const current = await currentCloudSession(req);
     const fromQuery = codeFrom(single(req.query.user_code), current?.signedIn);
+    const another = single(req.query.another) !== undefined;
     if (!current) {
-      if (!fromQuery) return send(res, 200, entryPage({}));
-      return send(res, 200, cloudSignInPage({ userCode: fromQuery, providers: signInService.providerFlow.providers() }), await providerOrigins(signInService));
+      const secret = readCookie(req, cookieName(req));
+      const pending = secret ? await sessions.pendingSignIn(secret) : undefined;
+      const startAgain = single(req.query.start) === 'again';
+      // An emailed code on its way: the page asks for it (a reload mails nothing).
+      if (secret && pending?.email && !fromQuery && !startAgain && !another) {
+        if (pending.notice) await sessions.updateSignIn(secret, { ...pending, notice: undefined });
+        const query = new URLSearchParams({ start: 'again', ...(pending.userCode ? { user_code: pending.userCode } : {}) });
+        return send(res, 200, emailCodePage({ email: pending.email, notice: pending.notice, startAgain: `/device?${query}` }));
+      }
+      const lapsed = another ? undefined : await lapsedCode(req, null);
+      const userCode = fromQuery ?? lapsed;
+      const notice = noticeOf(req) ?? (lapsed && !startAgain ? 'session-ended' : undefined);
+      if (!userCode && notice !== 'bad-email') return send(res, 200, entryPage({ notice }));
+      return send(res, 200, cloudSignInPage({ userCode, providers: signInService.providerFlow.providers(), notice }), await providerOrigins(signInService));
     }
-    const userCode = fromQuery ?? current.session.userCode;
+    const userCode = fromQuery ?? (another ? undefined : current.session.userCode);
     if (!userCode) return send(res, 200, entryPage({ signedIn: current.signedIn }));
-    const device = await lookUpFor(req, res, current, userCode, fromQuery !== undefined);
+    const device = await lookUpFor(req, res, current, userCode);
     const choices = current.memberships
       .filter((entry) => mayApproveKind(device.kind, { personId: current.session.personId, organisationId: entry.organisation.id, role: entry.role }))
       .map((entry) => ({ id: entry.organisation.id, name: entry.organisation.kind === 'personal' ? `${entry.organisation.name} (personal)` : entry.organisation.name }));
-    send(res, 200, devicePage(device, { csrf: current.csrf, signedIn: current.signedIn, organisationName: 'the organisation you choose', choices }));
+    send(
+      res,
+      200,
+      devicePage(device, {
+        csrf: current.csrf,
+        signedIn: current.signedIn,
+        organisationName: 'the organisation you choose',
+        choices,
+        now: options.clock.now(),
+        otherNetwork: !sameNetwork(device.requesterAddress, req.ip),
+        notice: fromQuery ? undefined : current.session.notice,
+      }),
+    );
   }
 
   /** A new PKCE pair and state for one sign-in of the page. */
@@ -427,18 +534,21 @@ export function approvalPage(options: ApprovalPageOptions): Router {
     const { request, codeVerifier, state } = pageRequest(signInService);
     if (provider === 'email') {
       const email = (single(body.email) ?? '').trim();
-      if (!/^[^\s@]{1,64}@[^\s@]{1,255}$/.test(email)) {
-        throw stop(400, cloudSignInPage({ userCode, providers: signInService.providerFlow.providers(), error: 'That is not an email address.' }));
-      }
+      // The address stays out of the redirect (it would be in access logs); the code may be there.
+      const badEmail = () => seeThePage(res, { user_code: userCode, notice: 'bad-email' });
+      if (previous) clearCookie(req, res);
+      if (!/^[^\s@]{1,64}@[^\s@]{1,255}$/.test(email)) return badEmail();
       try {
         await signInService.emailCodes.startEmail(email, request, undefined);
       } catch (error) {
         if (error instanceof ApiError && error.status === 429) throw error;
-        throw stop(400, cloudSignInPage({ userCode, providers: signInService.providerFlow.providers(), error: 'That is not an email address.' }));
+        return badEmail();
       }
       const begun = await sessions.beginSignIn(null, state, { codeVerifier, nonce: '', userCode, email });
+      res.removeHeader('Set-Cookie');
       setCookie(req, res, begun.secret, begun.maxAgeSeconds);
-      return send(res, 200, emailCodePage({ email }));
+      // The code page is a GET of /device: a reload shows it again and mails nothing.
+      return seeThePage(res);
     }
     let redirectTo: URL;
     // The provider flow belongs to this browser like any other (signin/flow-binding.ts).
@@ -507,7 +617,8 @@ export function approvalPage(options: ApprovalPageOptions): Router {
       verified = await signInService.emailCodes.verifyEmail(pending.email, digits);
     } catch (error) {
       if (error instanceof ApiError && error.code === 'invalid_code') {
-        throw stop(400, emailCodePage({ email: pending.email, error: 'That code is wrong or has expired. Try again, or start again for a new code.' }));
+        await sessions.updateSignIn(secret, { ...pending, notice: 'wrong-email-code' });
+        return seeThePage(res);
       }
       throw error;
     }
@@ -543,7 +654,7 @@ export function approvalPage(options: ApprovalPageOptions): Router {
       send(res, 405, messagePage({ title: 'Request refused', message: 'This address does not take this kind of request.', next: 'start-again' }));
     });
   }
-  router.use('/device', pageErrors(send));
+  router.use('/device', pageErrors(send, views));
   return router;
 }
 
@@ -554,7 +665,7 @@ function capitalise(text: string): string {
 type Send = (res: Response, status: number, body: string, formTargets?: readonly string[]) => void;
 
 /** Everything that goes wrong under /device is a page, never the API's JSON error body. */
-function pageErrors(send: Send) {
+function pageErrors(send: Send, { messagePage }: PageHtml) {
   return (error: unknown, req: Request, res: Response, next: NextFunction): void => {
     if (res.headersSent) return next(error);
     if (error instanceof PageAnswer) return send(res, error.status, error.body);

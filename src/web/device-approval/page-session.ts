@@ -3,6 +3,7 @@ import { EntitySchema, LessThan, type DataSource } from 'typeorm';
 import type { Clock } from '../../util/clock.js';
 import { sealJson, unsealJson } from '../../util/seal.js';
 import { hashSecret, newSecret, safeEqual } from '../../util/secrets.js';
+import type { PageNotice } from './notices.js';
 
 /**
  * Browser sessions of the approval page at `verification_uri` (`/device`).
@@ -76,6 +77,8 @@ export interface PendingSignIn {
   userCode: string | undefined;
   /** Cloud, emailed code: the address the code was sent to. */
   email?: string | undefined;
+  /** What the next page shows once (post, redirect, get). */
+  notice?: PageNotice | undefined;
 }
 
 export interface SignedInSession {
@@ -85,6 +88,8 @@ export interface SignedInSession {
   personName: string;
   /** The code being approved in this session (kept out of URLs after sign-in). */
   userCode: string | undefined;
+  /** What the next page shows once (post, redirect, get). */
+  notice: PageNotice | undefined;
   expiresAt: Date;
 }
 
@@ -94,6 +99,13 @@ export interface WebSessionLifetimes {
   /** A signed-in session, from sign-in; it is not extended by use. */
   sessionTtlSeconds: number;
 }
+
+/**
+ * A session's cookie outlives the session by this much, and so does its row (the sweeper keeps
+ * rows an hour past expiry too): only to find the code the person was approving when the session
+ * ran out, so that signing in again continues with it. A lapsed session signs nothing.
+ */
+export const LAPSED_SESSION_GRACE_SECONDS = 3600;
 
 export const DEFAULT_WEB_SESSION_LIFETIMES: WebSessionLifetimes = { signInTtlSeconds: 600, sessionTtlSeconds: 900 };
 
@@ -113,6 +125,7 @@ export function csrfTokenOf(secret: string): string {
 interface SignedInData {
   personName: string;
   userCode?: string;
+  notice?: PageNotice;
 }
 
 /** The only code that reads and writes `web_sessions`. */
@@ -138,8 +151,8 @@ export class WebSessions {
   /** A new sign-in in progress; answers the cookie secret that names it. */
   async beginSignIn(organisationId: string | null, state: string, pending: PendingSignIn): Promise<{ secret: string; maxAgeSeconds: number }> {
     const now = this.clock.now();
-    // Abandoned sign-ins and old sessions go on the way: nothing else reads them.
-    await this.repository.delete({ expiresAt: LessThan(now) });
+    // Abandoned sign-ins and old sessions go on the way, past the grace a lapsed session's code is kept.
+    await this.repository.delete({ expiresAt: LessThan(new Date(now.getTime() - LAPSED_SESSION_GRACE_SECONDS * 1000)) });
     const secret = newSecret(WEB_SESSION_PREFIX);
     const idHash = hashSecret(secret);
     await this.repository.insert({
@@ -152,7 +165,7 @@ export class WebSessions {
       expiresAt: new Date(now.getTime() + this.lifetimes.signInTtlSeconds * 1000),
       createdAt: now,
     });
-    return { secret, maxAgeSeconds: this.lifetimes.signInTtlSeconds };
+    return { secret, maxAgeSeconds: this.lifetimes.signInTtlSeconds + LAPSED_SESSION_GRACE_SECONDS };
   }
 
   /**
@@ -196,7 +209,7 @@ export class WebSessions {
       expiresAt: new Date(now.getTime() + this.lifetimes.sessionTtlSeconds * 1000),
       createdAt: now,
     });
-    return { secret, maxAgeSeconds: this.lifetimes.sessionTtlSeconds };
+    return { secret, maxAgeSeconds: this.lifetimes.sessionTtlSeconds + LAPSED_SESSION_GRACE_SECONDS };
   }
 
   async find(secret: string, organisationId: string | null): Promise<SignedInSession | undefined> {
@@ -204,13 +217,41 @@ export class WebSessions {
     if (!record || record.personId === null) return undefined;
     const data = unseal<SignedInData>(record.sealed, secret, record.idHash);
     if (!data) return undefined;
-    return { organisationId: record.organisationId, personId: record.personId, personName: data.personName, userCode: data.userCode, expiresAt: record.expiresAt };
+    return { organisationId: record.organisationId, personId: record.personId, personName: data.personName, userCode: data.userCode, notice: data.notice, expiresAt: record.expiresAt };
   }
 
   /** Forgets the code being approved (it was decided, or it is no longer pending). */
   async forgetUserCode(secret: string, session: SignedInSession): Promise<void> {
+    await this.remember(secret, session, { userCode: undefined, notice: undefined });
+  }
+
+  /** What the session shows next: the code it is about, and a notice for the next page. */
+  async remember(secret: string, session: SignedInSession, next: { userCode: string | undefined; notice: PageNotice | undefined }): Promise<void> {
     const idHash = hashSecret(secret);
-    await this.repository.update({ idHash, stage: 'signed_in' }, { sealed: seal({ personName: session.personName } satisfies SignedInData, secret, idHash) });
+    const data: SignedInData = { personName: session.personName };
+    if (next.userCode) data.userCode = next.userCode;
+    if (next.notice) data.notice = next.notice;
+    await this.repository.update({ idHash, stage: 'signed_in' }, { sealed: seal(data, secret, idHash) });
+  }
+
+  /** Rewrites what a sign-in in progress remembers (a notice for the next page). */
+  async updateSignIn(secret: string, pending: PendingSignIn): Promise<void> {
+    const record = await this.live(secret, null, 'signing_in');
+    if (!record) return;
+    await this.repository.update({ idHash: record.idHash, stage: 'signing_in' }, { sealed: seal(pending, secret, record.idHash) });
+  }
+
+  /**
+   * The code a session that ran out was about (within the grace), so that signing in again
+   * continues with it; only the browser holding the cookie secret can read it.
+   */
+  async lapsedCode(secret: string, organisationId: string | null): Promise<string | undefined> {
+    if (!secret.startsWith(WEB_SESSION_PREFIX) || secret.length > 100) return undefined;
+    const record = await this.repository.findOneBy({ idHash: hashSecret(secret) });
+    // A session still running is no lapsed one.
+    if (!record || record.organisationId !== organisationId || record.expiresAt.getTime() > this.clock.now().getTime()) return undefined;
+    const data = unseal<SignedInData | PendingSignIn>(record.sealed, secret, record.idHash);
+    return data?.userCode;
   }
 
   async end(secret: string): Promise<void> {
