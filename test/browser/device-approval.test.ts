@@ -161,6 +161,7 @@ describe('approving a device in the browser', () => {
     await signInAtProvider(second.page, 'mia');
     await expect(second.page.locator('h1').textContent()).resolves.toBe('You cannot decide this request');
     await expect(second.page.content()).resolves.not.toContain('Contested box');
+    expect(await audit(second.page, 'claimed-by-another')).toEqual({ violations: [], unexplained: [] });
     expect((await poll(asked.device_code)).body.error).toBe('authorization_pending');
   });
 });
@@ -193,8 +194,8 @@ describe('the page in every state', () => {
     jest.setTimeout(600_000);
     const { page, errors } = await newBrowser();
     const findings = { violations: [] as string[], unexplained: [] as string[] };
-    const check = async (state: string) => {
-      const { violations, unexplained } = await audit(page, state);
+    const check = async (state: string, shown: Page = page) => {
+      const { violations, unexplained } = await audit(shown, state);
       findings.violations.push(...violations);
       findings.unexplained.push(...unexplained);
     };
@@ -230,6 +231,20 @@ describe('the page in every state', () => {
     await submit(page, 'button[value="deny"]');
     await expect(h1(page)).resolves.toBe('Device denied');
     await check('denied');
+
+    // The same two codes as another person sees them: decided by someone else, said without
+    // naming who or showing the device.
+    const other = await newBrowser();
+    await other.page.goto(`${origin}/device?user_code=${asked.user_code}`);
+    await other.page.click('button:has-text("Sign in")');
+    await signInAtProvider(other.page, 'mia');
+    await other.page.goto(`${origin}/device?user_code=${asked.user_code}`);
+    await expect(h1(other.page)).resolves.toBe('Already approved');
+    await expect(other.page.content()).resolves.not.toContain('Olga\'s laptop');
+    await check('already-approved', other.page);
+    await other.page.goto(`${origin}/device?user_code=${far.user_code}`);
+    await expect(h1(other.page)).resolves.toBe('Already denied');
+    await check('already-denied', other.page);
 
     await page.goto(`${origin}/device?user_code=BCDF-GHJK`);
     await expect(h1(page)).resolves.toBe('No request has this code');
