@@ -31,22 +31,10 @@ export interface DeviceRecord {
 
 export type DeviceTokenKind = 'access' | 'refresh';
 
+/** A device's token: a rotating pair's fields (src/modules/oauth/rotating-token.ts) and its device. */
 export interface DeviceTokenRecord extends RotatingTokenFields {
-  id: string;
   deviceId: string;
   kind: DeviceTokenKind;
-  tokenHash: string;
-  /** The refresh token this pair was issued with (both tokens of a pair share it). */
-  pairId: string;
-  expiresAt: Date;
-  createdAt: Date;
-  /** Refresh tokens: when exchanged; a second exchange after the grace ends the device's tokens. */
-  usedAt: Date | null;
-  /** Refresh tokens: the pair that replaced this one, encrypted with a key only the holder of
-   * this refresh token can derive; kept for the concurrent-refresh grace only. */
-  graceSealed: string | null;
-  graceUntil: Date | null;
-  revokedAt: Date | null;
 }
 
 export type DeviceAuthorizationStatus = 'pending' | 'approved' | 'denied' | 'redeemed';

@@ -126,3 +126,12 @@ export const MembershipEntity = new EntitySchema<MembershipRecord>({
     { name: 'fk_memberships_person', target: 'Person', columnNames: ['personId'], referencedColumnNames: ['id'], onDelete: 'CASCADE' },
   ],
 });
+
+/** A member of an organisation as people see them (spec 2.7). */
+export interface MemberView {
+  personId: string;
+  name: string;
+  email: string | null;
+  role: OrganisationRole;
+  joinedAt: Date;
+}

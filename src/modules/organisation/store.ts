@@ -10,17 +10,11 @@ import {
   PersonIdentityEntity,
   type MembershipRecord,
   type OrganisationRecord,
+  type MemberView,
   type PersonRecord,
 } from './entities.js';
 
-/** A member of an organisation as people see them (spec 2.7). */
-export interface MemberView {
-  personId: string;
-  name: string;
-  email: string | null;
-  role: OrganisationRole;
-  joinedAt: Date;
-}
+export type { MemberView };
 
 /** The only code that queries organisations, host names, people, identities and memberships. */
 export class OrganisationStore {

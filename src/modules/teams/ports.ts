@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { OrganisationRole } from '../../auth/principal.js';
-import type { MembershipRecord, OrganisationRecord, PersonRecord } from '../organisation/entities.js';
+import type { MemberView, MembershipRecord, OrganisationRecord, PersonRecord } from '../organisation/entities.js';
 import type { SignInMethodRecord } from '../signin/entities.js';
 
 /**
@@ -9,14 +9,8 @@ import type { SignInMethodRecord } from '../signin/entities.js';
  * zones): src/app.ts passes the organisation and sign-in stores, which have these methods.
  */
 
-/** A member as the team's member list shows them. */
-export interface MemberView {
-  personId: string;
-  name: string;
-  email: string | null;
-  role: OrganisationRole;
-  joinedAt: Date;
-}
+/** A member as the team's member list shows them: the organisation module's view of a member. */
+export type { MemberView };
 
 /** Organisations, people and memberships; `withManager` gives the same inside a transaction the team service started. */
 export interface TeamOrganisationRows {
