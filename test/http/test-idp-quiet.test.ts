@@ -5,7 +5,9 @@ import { TestIdentityProvider, withoutExpectedWarnings } from '../support/idp.js
  * `npm test` prints results and real failures only: the test identity provider's warnings that
  * the suites chose (its development login pages) are left out, and no other warning is.
  */
-afterEach(() => jest.restoreAllMocks());
+afterEach(() => {
+  jest.restoreAllMocks();
+});
 
 describe('the test identity provider', () => {
   it('starts with its development login pages without a warning', async () => {
