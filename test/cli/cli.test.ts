@@ -175,6 +175,8 @@ describe('what a person reads', () => {
     expect(await said(['join-key', 'list', '--org', org.id])).toBe(
       `No join keys in ${org.id} yet. Create one: platform join-key create --org ${org.id} --as <owner email> --description <what for>\n`,
     );
+    // An organisation named by its host name is configured as by its id.
+    expect(await said(['org', 'configure', 'empty-lists.example', '--name', 'Empty Lists Renamed'])).toMatch(new RegExp(`^Configured organisation ${org.id} "Empty Lists Renamed"\\.`));
     expect(await said(['device', 'list', '--org', org.id])).toMatch(new RegExp(`^No devices in ${org.id} yet\\. .*platform join-key create --org ${org.id} `));
   });
 });
