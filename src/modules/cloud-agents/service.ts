@@ -94,7 +94,7 @@ export class CloudAgentService {
       throw new ApiError(403, 'workbench_required', 'only a workbench registers cloud agent runs; nodes do not');
     }
     const personId = principal.personId;
-    if (personId === undefined || principal.deviceId === undefined) throw new ApiError(403, 'workbench_required', 'only a workbench registers cloud agent runs');
+    if (principal.deviceId === undefined) throw new ApiError(403, 'workbench_required', 'only a workbench registers cloud agent runs');
     if (input.startedBy !== undefined && input.startedBy !== personId) {
       throw new ApiError(403, 'started_by_mismatch', "startedBy must be the device's own person", { extra: { field: 'body.startedBy' } });
     }
