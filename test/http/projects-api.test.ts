@@ -125,6 +125,26 @@ describe('on Cloud', () => {
       }
     });
 
+    it('takes the project\'s id exactly: the same id in capitals names no project (404), on either database', async () => {
+      const shouting = project.id.toUpperCase();
+      const unknown = await call(platform, 'get', '/platform/v1/projects/prj_nosuchproject000', as(owner));
+      for (const [method, path, body] of [
+        ['get', `/platform/v1/projects/${shouting}`, undefined],
+        ['get', `/platform/v1/projects/${shouting}/members`, undefined],
+        ['patch', `/platform/v1/projects/${shouting}`, { name: 'Shouted' }],
+        ['put', `/platform/v1/projects/${shouting}/members/${bystander.personId}`, { role: 'viewer' }],
+        ['delete', `/platform/v1/projects/${shouting}/members/${viewer.personId}`, undefined],
+        ['delete', `/platform/v1/projects/${shouting}`, undefined],
+      ] as const) {
+        const res = await call(platform, method, path, { ...as(owner), ...(body ? { body } : {}) });
+        expect(res.status).toBe(404);
+        expect(res.body).toEqual(unknown.body);
+      }
+      const kept = await call(platform, 'get', `/platform/v1/projects/${project.id}/members`, as(owner));
+      expect(kept.body.members.map((m: { userId: string }) => m.userId)).toEqual([lead.personId, contributor.personId, viewer.personId]);
+      expect((await call(platform, 'get', `/platform/v1/projects/${project.id}`, as(owner))).body.name).toBe('Readable');
+    });
+
     it('lists every project to owners and admins, and their own to everyone else, a page at a time', async () => {
       const all = await call(platform, 'get', '/platform/v1/projects?limit=200', as(admin));
       expect(all.body.projects.map((p: { id: string }) => p.id)).toContain(project.id);
