@@ -187,12 +187,18 @@ describe('POST /cloud-agents/v1/runs', () => {
     expect((await call(platform, 'get', path, { host: otherHost, headers: await deviceHeaders(otherWorkbench, 'GET', `http://${otherHost}/policy/v1`) })).status).toBe(404);
   });
 
-  it("answers 404 for another organisation's project, or one that does not exist", async () => {
-    for (const id of [otherProjectId, 'prj_doesnotexist0000']) {
+  it("answers 404 for another organisation's project, its own in capitals, or one that does not exist, alike, and stores no run", async () => {
+    const runs = platform.dataSource.getRepository(CloudAgentRunEntity);
+    const stored = await runs.countBy({ deviceId: workbench.device.id });
+    const unknown = await register(workbench, { ...full(), projectId: 'prj_doesnotexist0000' });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error).toBe('not_found');
+    for (const id of [otherProjectId, projectId.toUpperCase()]) {
       const res = await register(workbench, { ...full(), projectId: id });
       expect(res.status).toBe(404);
-      expect(res.body.error).toBe('not_found');
+      expect(res.body).toEqual(unknown.body);
     }
+    expect(await runs.countBy({ deviceId: workbench.device.id })).toBe(stored);
   });
 
   it('refuses when the policy does not allow cloud agents (403 cloud_agents_disabled), for the organisation or one project', async () => {
