@@ -115,6 +115,8 @@ export function relayRoutes(deps: { hub: RelayHub; upgrades: RelayUpgrades; keys
         deps.hub.accept(req, upgrade.socket, upgrade.head, {
           deviceId: principal.deviceId!,
           organisationId: principal.organisationId,
+          personId: principal.personId!,
+          deviceKind: principal.deviceKind ?? 'node',
           accessToken: credential!.token,
         });
         return undefined;
