@@ -112,6 +112,8 @@ export class TestWorkbench {
       socket.once('unexpected-response', (_req, res) => reject(new Error(`refused with ${res.statusCode}`)));
       socket.once('error', reject);
     });
+    // The service's first frame on every socket (docs/api/policy-push.md): tests start after it.
+    await workbench.waitFor('hello');
     return workbench;
   }
 
