@@ -201,6 +201,8 @@ export function buildApp(deps: AppDependencies): Platform {
       const members = await absentAs404(projects.members(organisationId, projectId));
       return members && new Set(members.map((member) => member.personId));
     },
+    // Another replica's or the command line's publish may reach this replica here first.
+    forget: () => revocations.drop(),
   };
   const relay = new RelayHub(routing, {
     heartbeatMs: config.relay.heartbeatMs,

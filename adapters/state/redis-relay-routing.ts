@@ -41,6 +41,18 @@ type Wire =
   | { t: 'evict'; deviceId: string; connectionId: string }
   | { t: 'policy'; from: string; change: PolicyChange };
 
+const policyChannel = (prefix: string) => `${prefix}policy`;
+
+/**
+ * Tells every replica's sockets of a policy change (docs/api/policy-push.md): what a replica's
+ * routing does for its own publishes, and the command line for its own (it holds no sockets).
+ * `from` is the sender, whose own copy its routing ignores.
+ */
+export async function publishPolicyChange(redis: Redis, change: PolicyChange, from: string, prefix = 'platform:relay:'): Promise<void> {
+  const message: Wire = { t: 'policy', from, change };
+  await redis.publish(policyChannel(prefix), JSON.stringify(message));
+}
+
 /** Swap in the new holder, answering the previous one. */
 const CLAIM = `local old = redis.call('GET', KEYS[1])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -105,7 +117,7 @@ export class RedisRelayRouting implements RelayRouting {
   }
 
   private policyChannel(): string {
-    return `${this.prefix}policy`;
+    return policyChannel(this.prefix);
   }
 
   private presenceKey(deviceId: string): string {
@@ -188,8 +200,7 @@ export class RedisRelayRouting implements RelayRouting {
   }
 
   async broadcast(change: PolicyChange): Promise<void> {
-    const message: Wire = { t: 'policy', from: this.replicaId, change };
-    await this.commands.publish(this.policyChannel(), JSON.stringify(message));
+    await publishPolicyChange(this.commands, change, this.replicaId, this.prefix);
   }
 
   private publish(replicaId: string, message: Wire): Promise<number> {

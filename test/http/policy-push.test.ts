@@ -1,9 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { DEFAULT_POLICY } from '../../policies/default-policy.js';
 import type { OrganisationRecord } from '../../src/modules/organisation/entities.js';
 import { mergeOverride } from '../../src/modules/policy/merge.js';
 import { call, createOrganisation, listen, startPlatform, type TestPlatform } from '../support/platform.js';
 import { createPerson, enrolDevice, type EnrolledDevice } from '../support/devices.js';
+import { runCliCapturing } from '../support/cli.js';
 import { TestIdentityProvider } from '../support/idp.js';
 import { personHeaders } from '../support/organisations.js';
 import { TestWorkbench, type Notification } from '../support/workbench.js';
@@ -205,5 +209,27 @@ describe('policy.changed', () => {
     const next = await publishOrganisation();
     const received = await again.waitFor('policy.changed', 1);
     expect(received.map((notification) => notification.params.number)).toEqual([next.body.number]);
+  });
+});
+
+describe('a publish by the command line', () => {
+  it('is stored and answered even when Redis cannot be reached to tell the workbenches: a warning says they read it at their next poll', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'policy-push-cli-'));
+    try {
+      const file = join(dir, 'policy.json');
+      writeFileSync(file, JSON.stringify(freshDocument()));
+      const outcome = await runCliCapturing(['policy', 'publish', '--org', organisation.id, '--file', file, '--json'], {
+        env: { PLATFORM_DEPLOYMENT: 'self-hosted', DATABASE_URL: platform.database.url, REDIS_URL: 'redis://127.0.0.1:1' },
+        clock: platform.clock,
+        dataSource: platform.dataSource,
+      });
+      expect(outcome.code).toBe(0);
+      const published = JSON.parse(outcome.stdout) as { number: number; revision: string };
+      expect(outcome.stderr).toContain(`platform: warning: the connected workbenches were not told of revision ${published.number}`);
+      expect(outcome.stderr).toContain('they read it at their next poll');
+      expect(await etagOf(outsider)).toBe(published.revision);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

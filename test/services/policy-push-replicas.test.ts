@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { DEFAULT_POLICY } from '../../policies/default-policy.js';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
@@ -9,6 +12,7 @@ import { mergeOverride } from '../../src/modules/policy/merge.js';
 import { systemClock } from '../../src/util/clock.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { createPerson, enrolDevice, type EnrolledDevice } from '../support/devices.js';
+import { runCliCapturing } from '../support/cli.js';
 import { TestIdentityProvider } from '../support/idp.js';
 import { personHeaders, ROLE_CLAIM } from '../support/organisations.js';
 import type { TestPlatform } from '../support/platform.js';
@@ -31,13 +35,15 @@ let b: ServiceProcess;
 let projectId: string;
 let member: EnrolledDevice;
 let outsider: EnrolledDevice;
+let organisationId: string;
+let serviceEnv: Record<string, string>;
 const open: TestWorkbench[] = [];
 
 beforeAll(async () => {
   database = await freshDatabase();
   redis = await RedisServer.create();
   idp = await TestIdentityProvider.start({ clock: systemClock });
-  const env = {
+  const env = (serviceEnv = {
     DATABASE_URL: database.url,
     REDIS_URL: redis.url,
     SIGNING_KEYS_SECRET: randomBytes(32).toString('base64url'),
@@ -45,13 +51,13 @@ beforeAll(async () => {
     MIGRATE_ON_START: 'false',
     LOG_LEVEL: 'warn',
     OIDC_ALLOW_HTTP_LOOPBACK: 'true',
-  };
+  });
   const config = loadConfig(env);
   const dataSource = createDataSource(config.database);
   await dataSource.initialize();
   await dataSource.runMigrations({ transaction: 'each' });
   const seeding = buildApp({ config, dataSource, clock: systemClock, logger: createLogger('silent') });
-  const organisationId = (await seeding.services.organisations.create({ name: 'Pushed', kind: 'enterprise', hosts: ['127.0.0.1'], oidc: idp.settings({ roleClaim: ROLE_CLAIM }) })).id;
+  organisationId = (await seeding.services.organisations.create({ name: 'Pushed', kind: 'enterprise', hosts: ['127.0.0.1'], oidc: idp.settings({ roleClaim: ROLE_CLAIM }) })).id;
   const seeder = { ...seeding, dataSource, clock: systemClock } as unknown as TestPlatform;
   const inProject = (await createPerson(seeder, organisationId)).id;
   const notInProject = (await createPerson(seeder, organisationId)).id;
@@ -139,5 +145,27 @@ describe('policy pushed across two replicas sharing the database and Redis', () 
     const published = await publish(b);
     const received = await moved.waitFor('policy.changed', 1, 1_000);
     expect(received.map((notification) => notification.params.number)).toEqual([published.number]);
+  });
+
+  it('tells the workbenches of a publish by the command line (another process, REDIS_URL set) within a second', async () => {
+    const moved = open.at(-1)!;
+    const before = moved.received('policy.changed').length;
+    const dir = mkdtempSync(join(tmpdir(), 'policy-push-'));
+    try {
+      const file = join(dir, 'policy.json');
+      writeFileSync(file, JSON.stringify(mergeOverride(DEFAULT_POLICY, { remote: { idleTimeoutMinutes: 77 } })));
+      const outcome = await runCliCapturing(['policy', 'publish', '--org', organisationId, '--file', file], { env: serviceEnv });
+      expect(outcome.code).toBe(0);
+      expect(outcome.stderr).not.toContain('not told');
+      // Within a second of the command line's end (it opens the database, publishes, then tells Redis).
+      const received = await moved.waitFor('policy.changed', before + 1, 1_000);
+      const changed = received.at(-1)!.params as { scope: string; number: number; revision: string };
+      expect(changed.scope).toBe('organisation');
+      // At once, not within the revocation counter's second: the message dropped each replica's cache first.
+      expect(await etagAt(a, member)).toBe(changed.revision);
+      expect(await etagAt(b, outsider)).toBe(changed.revision);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

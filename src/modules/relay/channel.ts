@@ -231,6 +231,7 @@ export class RelayHub implements LocalDelivery {
 
   /** Tells this replica's sockets to which the change applies (policy-push.ts has the rule). */
   policyChanged(change: PolicyChange): void {
+    this.options.policy.forget();
     const audience = [...this.connections.values()].filter((connection) => connection.owner.organisationId === change.organisationId);
     if (audience.length === 0) return;
     if (change.projectId === null) {

@@ -49,6 +49,12 @@ export interface PolicyPushPorts {
   hello(audience: PushAudience): Promise<HelloPolicy>;
   /** The people who hold a role in the project; undefined when it is not (or no longer) the organisation's. */
   members(organisationId: string, projectId: string): Promise<ReadonlySet<string> | undefined>;
+  /**
+   * Called before the sockets are told: drops what this replica keeps of the newest publish
+   * numbers, so the poll the message prompts answers the new revision here even if the
+   * replica's own word of the publish (the revocation message, the counter) has not arrived yet.
+   */
+  forget(): void;
 }
 
 /** The dedupe key of a scope. */
