@@ -635,7 +635,7 @@ async function main(): Promise<number> {
   let svg: SvgBenchResult | undefined;
   if (svgPart) {
     log('');
-    log('SVG pictures: the safety pipeline beside DOMPurify + jsdom and the bare parse, in this process, median of 5 runs after a warm-up');
+    log('SVG pictures: the safety pipeline beside DOMPurify + jsdom and the bare parse, in this process, 7 interleaved runs after a warm-up (medians; CPU = user + system time of this process)');
     svg = await measureSvgPipeline();
     log(formatSvgTable(svg));
   }
