@@ -82,6 +82,8 @@ import { Metrics } from './metrics.js';
 import { corsEdge } from './http/cors.js';
 import { RedisRelayRouting } from '../adapters/state/redis-relay-routing.js';
 import { SWEEP_KINDS } from './sweeper/kinds.js';
+import type { AuditTrail } from './audit.js';
+import { auditLogRoutes } from './modules/audit-log/routes.js';
 import { Sweeper } from './sweeper/sweeper.js';
 
 export interface AppDependencies {
@@ -92,6 +94,8 @@ export interface AppDependencies {
   redis?: Redis | undefined;
   /** A check `POST /auth/v1/email/start` asks before it mails (a CAPTCHA the deployment wires); default: the built-in proof of work when AUTH_EMAIL_PROOF_OF_WORK_BITS is set, else none. */
   emailStartCheck?: EmailStartCheck | undefined;
+  /** Replaces the stored audit trail (the bench measures a publish without it); default: rows in `audit_log`. */
+  auditTrail?: AuditTrail | undefined;
 }
 
 export interface Platform {
@@ -137,12 +141,13 @@ export function buildApp(deps: AppDependencies): Platform {
   // any revocation or publish (src/auth/revocations.ts).
   const revocations = new AuthRevocations(dataSource, clock, deps.redis);
   const policyNumbersCache = new AuthCache<LatestNumbers>('policyLatestNumbers', config.authCache, clock, revocations);
-  const { organisations, deviceTokens, devices: deviceStore, joinKeys, deviceCodes, projects, policies } = buildAdminServices({
+  const { organisations, deviceTokens, devices: deviceStore, joinKeys, deviceCodes, projects, policies, trail, auditLog } = buildAdminServices({
     config,
     dataSource,
     clock,
     logger,
     policyLatestNumbers: policyNumbersCache,
+    auditTrail: deps.auditTrail,
   });
   const verifier = new OrganisationOidcVerifier({ clock, ...config.oidc });
   const replay = deps.redis ? new RedisReplayCache(deps.redis, clock) : new MemoryReplayCache(clock);
@@ -153,6 +158,7 @@ export function buildApp(deps: AppDependencies): Platform {
     logger,
     projects,
     policies,
+    trail,
     credentialMaxTtlSeconds: config.cloudAgents.credentialMaxTtlSeconds,
   });
   const deviceCache = new AuthCache<CachedDevice>('deviceTokens', config.authCache, clock, revocations);
@@ -215,7 +221,7 @@ export function buildApp(deps: AppDependencies): Platform {
   // Sign-in builds absolute URLs where no request is at hand: from PLATFORM_BASE_URL alone.
   const ownOrigin = serviceOrigin(config.baseUrl);
   const signInModule = createSignInModule(
-    { dataSource, clock, logger, mailer, organisations },
+    { dataSource, clock, logger, mailer, organisations, trail },
     {
       config: signInSettings,
       origin: ownOrigin,
@@ -267,6 +273,7 @@ export function buildApp(deps: AppDependencies): Platform {
   const registry = new RouteRegistry();
   registry.add(...healthRoutes(probes, { checked: (usable) => metrics.readinessChecked(usable) }), ...discoveryRoutes({ deployment: config.deployment }), ...organisationRoutes());
   registry.add(...projectRoutes(projects, logger));
+  registry.add(...auditLogRoutes(auditLog));
   registry.add(...policyRoutes(policies, config.policy));
   registry.add(...ingestRoutes(new IngestService(dataSource, clock, policies, config.ingest.redactionBudgetMs, (received, stored) => metrics.ingested(received, stored)), new IngestReader(dataSource, { maxDepth: config.json.maxDepth, maxKeys: config.ingest.maxJsonKeys, maxStringLength: config.ingest.maxStringLength }), config.ingest));
   // Pictures' SVG is checked on threads of its own, off the event loop (ended by `stop`).
@@ -274,13 +281,14 @@ export function buildApp(deps: AppDependencies): Platform {
   registry.add(...pictureRoutes(new PictureService(dataSource, clock, svgChecks), projects));
   registry.add(...devicesRoutes({ store: deviceStore, tokens: deviceTokens, joinKeys, deviceCodes }, { dpop, deployment: config.deployment }));
   registry.add(...signInModule.routes);
-  registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger, new SignInStore(dataSource)), signIn.accounts));
+  registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger, new SignInStore(dataSource), trail), signIn.accounts));
     const teams = new TeamService(dataSource, clock, {
     config: config.teams,
     mailer,
     logger,
     organisations: new OrganisationStore(dataSource),
     signInMethods: new SignInStore(dataSource),
+    trail,
   });
   registry.add(...teamRoutes(teams, teamRateLimits(config.teams, signInSettings.rateLimitPerMinute)));
   registry.add(...cloudAgentRoutes(cloudAgents));
