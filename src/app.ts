@@ -84,6 +84,7 @@ import { RedisRelayRouting } from '../adapters/state/redis-relay-routing.js';
 import { SWEEP_KINDS } from './sweeper/kinds.js';
 import type { AuditTrail } from './audit.js';
 import { auditLogRoutes } from './modules/audit-log/routes.js';
+import type { AuditLogService } from './modules/audit-log/service.js';
 import { Sweeper } from './sweeper/sweeper.js';
 
 export interface AppDependencies {
@@ -118,6 +119,7 @@ export interface Platform {
     cloudAgents: CloudAgentService;
     signingKeys: SigningKeys;
     relay: RelayHub;
+    auditLog: AuditLogService;
   };
   /** The HTTP server's `upgrade` listener: WebSocket upgrades (the control channel) go through the app. */
   upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
@@ -416,7 +418,7 @@ export function buildApp(deps: AppDependencies): Platform {
     registry,
     profile,
     openapi,
-    services: { organisations, verifier, dpop, deviceTokens, projects, policies, signIn, sessions, mailer, teams, cloudAgents, signingKeys, relay },
+    services: { organisations, verifier, dpop, deviceTokens, projects, policies, signIn, sessions, mailer, teams, cloudAgents, signingKeys, relay, auditLog },
     upgrade: upgrades.handle,
     start: async () => {
       // On a schema still to be migrated the keys are made at their first use, once it is. (Read

@@ -13,7 +13,7 @@ import type { AuditFilters } from './store.js';
  * organisation: no filter reaches another's rows.
  */
 
-const common = { tag: 'Audit', extension: true, tenant: true, auth: ['person', 'cloud-session'], permission: ['read', 'AuditLog'] } as const;
+const common = { tag: 'Audit', extension: true, tenant: true, auth: ['person', 'cloud-session'], permission: ['read', 'AuditLog'], forbids: true } as const;
 
 /** Times the database keeps: RFC 3339 allows years no datetime column holds. */
 function instant(value: string | undefined, field: string): Date | undefined {
