@@ -71,8 +71,8 @@ export class AuditLogService {
     private readonly clock: Clock,
   ) {}
 
-  /** A page, newest first. */
-  async page(organisationId: string, filters: AuditFilters, query: { limit: number; cursor?: string | undefined }): Promise<Page<AuditRowView>> {
+  /** A page, newest first; every organisation's only for the command line (`undefined`). */
+  async page(organisationId: string | undefined, filters: AuditFilters, query: { limit: number; cursor?: string | undefined }): Promise<Page<AuditRowView>> {
     const before = decodeRowCursor('list', query.cursor);
     const rows = await this.store.rows(organisationId, filters, { before }, query.limit + 1, 'newest');
     const items = rows.slice(0, query.limit);
