@@ -536,3 +536,30 @@ describe('GET /platform/v1/audit-log/export', () => {
     for (let i = 1; i < ids.length; i++) if (ids[i]! <= ids[i - 1]!) throw new Error(`row ${ids[i]} after ${ids[i - 1]}`);
   });
 });
+
+describe('retention', () => {
+  it('the sweeper deletes rows older than AUDIT_RETENTION_DAYS (default 400) and keeps the rest', async () => {
+    expect(platform.config.retention.AUDIT_RETENTION_DAYS).toBe(400);
+    const dialect = dialectOf(platform.dataSource);
+    const now = platform.clock.now().getTime();
+    const day = 86_400_000;
+    for (const [age, projectId] of [
+      [401, 'prj_expired'],
+      [399, 'prj_kept'],
+    ] as const) {
+      await platform.dataSource.query('INSERT INTO audit_log (organisation_id, at, actor_kind, action, target) VALUES (?, ?, ?, ?, ?)', [
+        orgs.organisation.id,
+        sqlTime(dialect, new Date(now - age * day)),
+        'cli',
+        'project.created',
+        JSON.stringify({ projectId }),
+      ]);
+    }
+    const result = await platform.sweeper.sweep({ force: true });
+    expect(result.deleted.audit_log).toBeGreaterThanOrEqual(1);
+    const left = await call(platform, 'get', '/platform/v1/audit-log?action=project.created&limit=200', { host: orgs.host, headers: owner });
+    const targets = left.body.entries.map((entry: { target: { projectId: string } }) => entry.target.projectId);
+    expect(targets).toContain('prj_kept');
+    expect(targets).not.toContain('prj_expired');
+  });
+});
