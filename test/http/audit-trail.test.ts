@@ -15,6 +15,7 @@ import { DatabaseAuditTrail } from '../../src/modules/audit-log/trail.js';
 import { OrganisationService } from '../../src/modules/organisation/service.js';
 import { ProjectService } from '../../src/modules/projects/service.js';
 import { PolicyService } from '../../src/modules/policy/service.js';
+import { usingMariadb } from '../support/database.js';
 import { createPerson, enrolDevice } from '../support/devices.js';
 import { personHeaders, personIdFor, twoOrganisations, type TwoOrganisations } from '../support/organisations.js';
 import { call, serverOf, startPlatform, type TestPlatform } from '../support/platform.js';
@@ -455,6 +456,33 @@ describe('GET /platform/v1/audit-log/export', () => {
     final.pop();
     expect(seen).toEqual(final.map((row) => Number(row.id)));
     for (const projectId of written) expect(final.filter((row) => (row.target as { projectId?: string }).projectId === projectId)).toHaveLength(1);
+  });
+
+  // Two changes committing out of id order need two connections: MariaDB (the services project).
+  (usingMariadb() ? it : it.skip)('a change that took a lower id but commits later is exported once it commits, never skipped', async () => {
+    platform.clock.advance(EXPORT_SETTLE_MS + 1);
+    const before = await exportLines('?limit=100000');
+    const cursor = before.pop()!.cursor as string;
+    const trail = new DatabaseAuditTrail(new AuditLogStore(platform.dataSource), platform.clock);
+    const runner = platform.dataSource.createQueryRunner();
+    await runner.connect();
+    await runner.startTransaction();
+    try {
+      // A change in flight: its row has its id, its transaction has not committed.
+      await trail.record(runner.manager, { action: 'project.renamed', organisationId: orgs.organisation.id, actor: { kind: 'cli' }, target: { projectId: 'prj_slow' } });
+      // Another change commits meanwhile, with a higher id.
+      const fast = await platform.services.projects.create(orgs.organisation.id, { name: 'Fast' }, { kind: 'person', personId: ownerId });
+      // An export now sends neither: the committed row waits until the lower id has settled.
+      expect(await exportLines(`?cursor=${cursor}`)).toEqual([{ end: true, cursor, more: false }]);
+      await runner.commitTransaction();
+      platform.clock.advance(EXPORT_SETTLE_MS + 1);
+      const after = await exportLines(`?cursor=${cursor}`);
+      after.pop();
+      expect(after.map((row) => (row.target as { projectId: string }).projectId)).toEqual(['prj_slow', fast.id]);
+    } finally {
+      if (runner.isTransactionActive) await runner.rollbackTransaction();
+      await runner.release();
+    }
   });
 
   it('holds back rows younger than the settle time, for the next export', async () => {
