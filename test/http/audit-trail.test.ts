@@ -502,6 +502,11 @@ describe('GET /platform/v1/audit-log/export', () => {
     const other = await exportLines('?since=2000-01-01T00:00:00.000Z', orgs.otherHost, otherOwner);
     expect(other.slice(0, -1).every((row) => row.organisationId === orgs.other.id)).toBe(true);
     expect(JSON.stringify(other)).not.toContain(orgs.organisation.id);
+    // Through the suite's `call` too: the declared answer, its media type.
+    const exported = await call(platform, 'get', '/platform/v1/audit-log/export?limit=1', { host: orgs.host, headers: owner });
+    expect(exported.status).toBe(200);
+    expect(exported.headers['content-type']).toBe('application/x-ndjson; charset=utf-8');
+    expect(exported.text.trim().split('\n')).toHaveLength(2);
     const member = await personHeaders(orgs.idp, 'member');
     expect((await call(platform, 'get', '/platform/v1/audit-log/export', { host: orgs.host, headers: member })).status).toBe(403);
     // A list cursor is not an export cursor.

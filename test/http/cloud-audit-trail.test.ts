@@ -167,5 +167,18 @@ describe('GET /platform/v1/audit-log on Cloud', () => {
       expect(JSON.stringify(theirs.body)).not.toContain(teamId);
     }
     expect((await call(platform, 'get', '/platform/v1/audit-log', { headers: bearer(other.access_token, teamId) })).status).toBe(404);
+
+    // The export, and malformed queries, on Cloud too.
+    const exported = await call(platform, 'get', '/platform/v1/audit-log/export?since=2000-01-01T00:00:00Z', { headers: bearer(owner.access_token, teamId) });
+    expect(exported.status).toBe(200);
+    expect(exported.headers['content-type']).toBe('application/x-ndjson; charset=utf-8');
+    const last = JSON.parse(exported.text.trim().split('\n').at(-1)!) as { end: boolean };
+    expect(last.end).toBe(true);
+    expect(exported.text).not.toContain(otherTeam.id);
+    for (const path of ['/platform/v1/audit-log?since=soon', '/platform/v1/audit-log/export?cursor=%20']) {
+      const refused = await call(platform, 'get', path, { headers: bearer(owner.access_token, teamId) });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error).toBe('invalid_request');
+    }
   });
 });
