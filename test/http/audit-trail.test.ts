@@ -352,6 +352,9 @@ describe('GET /platform/v1/audit-log', () => {
     expect(byAction.body.entries.every((entry: { action: string }) => entry.action === 'project.created')).toBe(true);
     const byTarget = await list(owner, `?target=${project.id}`);
     expect(byTarget.body.entries).toEqual([expect.objectContaining({ action: 'project.created', target: { projectId: project.id } })]);
+    // Exact: `_` is no wildcard, and a part of an id is not the id.
+    expect((await list(owner, `?target=${project.id.slice(0, -1)}_`)).body.entries).toEqual([]);
+    expect((await list(owner, `?target=${project.id.slice(0, -1)}`)).body.entries).toEqual([]);
     const byActor = await list(owner, `?actor=${ownerId}&limit=200`);
     expect(byActor.body.entries.length).toBeGreaterThan(0);
     expect(byActor.body.entries.every((entry: { actor: { personId: string } }) => entry.actor.personId === ownerId)).toBe(true);

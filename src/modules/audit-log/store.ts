@@ -39,9 +39,10 @@ export class AuditLogStore {
       if (filters.actor === 'cli') query.andWhere("row.actorKind = 'cli'");
       else query.andWhere('(row.actorPersonId = :actor OR row.actorDeviceId = :actor)', { actor: filters.actor });
     }
-    // Target values are JSON strings or numbers; the filter's value has no character LIKE or
-    // JSON treats specially (the route's pattern), so `"<value>"` matches exactly one whole value.
-    if (filters.target !== undefined) query.andWhere('row.target LIKE :target', { target: `%"${filters.target}"%` });
+    // Target values are JSON strings or numbers. The filter's value holds no character JSON
+    // escapes and no `%` (the route's pattern); `_`, LIKE's one-character wildcard, is escaped
+    // (`!`, the same on SQLite and MySQL), so `"<value>"` matches exactly one whole value.
+    if (filters.target !== undefined) query.andWhere("row.target LIKE :target ESCAPE '!'", { target: `%"${filters.target.replace(/[!%_]/g, '!$&')}"%` });
     if (filters.since !== undefined) query.andWhere('row.at >= :since', { since: sqlTime(dialect, filters.since) });
     if (filters.until !== undefined) query.andWhere('row.at < :until', { until: sqlTime(dialect, filters.until) });
     if (position.before !== undefined) query.andWhere('row.rowId < :before', { before: position.before });
