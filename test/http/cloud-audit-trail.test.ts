@@ -114,7 +114,7 @@ describe('every Cloud administrative change leaves exactly one row', () => {
     expect(left).toEqual([by(leaver, teamId, 'person.left', { personId: leaver.personId })]);
   });
 
-  it('sign-in method added and removed; account deleted', async () => {
+  it('sign-in method added and removed; person renamed; account deleted', async () => {
     const person = await emailSignIn(platform, 'methods@audit.test');
     const ticket = await call(platform, 'post', '/cloud/v1/me/sign-in-methods/link', { headers: bearer(person.access_token) });
     expect(ticket.status).toBe(200);
@@ -123,6 +123,10 @@ describe('every Cloud administrative change leaves exactly one row', () => {
       { ...by(person, person.personalOrganisationId, 'sign_in_method.added', { personId: person.personId, signInMethodId: expect.stringMatching(/^sim_/), provider: 'email' }), requestId: expect.any(String) },
     ]);
     const methodId = added[0]!.target.signInMethodId as string;
+    const renamed = await rowsDuring(async () => {
+      expect((await call(platform, 'patch', '/cloud/v1/me', { headers: bearer(person.access_token), body: { name: 'Renamed person' } })).status).toBe(200);
+    });
+    expect(renamed).toEqual([by(person, person.personalOrganisationId, 'person.renamed', { personId: person.personId })]);
     const removed = await rowsDuring(async () => {
       expect((await call(platform, 'delete', `/cloud/v1/me/sign-in-methods/${methodId}`, { headers: bearer(person.access_token) })).status).toBe(204);
     });
