@@ -22,7 +22,7 @@ import { OrganisationSignIn } from './web/device-approval/page-sign-in.js';
 import type { TokenResolver } from './auth/resolver.js';
 import type { Config } from './config.js';
 import { errorHandler, hoistedHeaders, inSequence, notFoundHandler, requestEdge } from './http/edge.js';
-import { schemaNotMigrated } from './errors.js';
+import { ApiError, schemaNotMigrated } from './errors.js';
 import { SchemaState } from './db/schema-state.js';
 import { buildOpenApi } from './http/openapi.js';
 import { originEdge, serviceOrigin } from './http/origin.js';
@@ -75,6 +75,8 @@ import { CloudAgentService } from './modules/cloud-agents/service.js';
 import { cloudAgentRoutes } from './modules/cloud-agents/routes.js';
 import { mcpRoutes } from './modules/cloud-agents/mcp.js';
 import { RelayHub } from './modules/relay/channel.js';
+import { HELLO_MAX_PROJECTS, type PolicyPushPorts } from './modules/relay/policy-push.js';
+import { projectsWithRole } from '../policies/project-membership.js';
 import { relayRoutes, RelayUpgrades } from './modules/relay/routes.js';
 import { DatabaseSigningKeyStore, MemorySigningKeyStore, SigningKeys } from './modules/relay/signing-keys.js';
 import { MemoryRelayRouting } from '../adapters/state/memory-relay-routing.js';
@@ -183,12 +185,42 @@ export function buildApp(deps: AppDependencies): Platform {
   const routing = deps.redis
     ? new RedisRelayRouting(deps.redis, { presenceTtlMs: config.relay.heartbeatMs * 3, logger })
     : new MemoryRelayRouting();
+  // Policy pushed over the control channel (docs/api/policy-push.md): which scopes apply to a
+  // device, by the one project-membership rule; a node belongs to no project (policies/policy.ts).
+  const absentAs404 = <T>(read: Promise<T>): Promise<T | undefined> =>
+    read.catch((error: unknown) => {
+      if (error instanceof ApiError && error.status === 404) return undefined;
+      throw error;
+    });
+  const policyPush: PolicyPushPorts = {
+    hello: async ({ organisationId, personId, deviceKind }) => {
+      const organisation = await policies.current(organisationId);
+      const projectRoles = deviceKind === 'workbench' ? await projects.rolesOf(organisationId, personId) : new Map();
+      const ids = projectsWithRole({ kind: 'device', organisationId, personId, role: undefined, deviceKind, projectRoles }).sort().slice(0, HELLO_MAX_PROJECTS);
+      const found = [];
+      // One after another: a reconnecting fleet must not take the whole pool at once.
+      for (const projectId of ids) {
+        const current = await absentAs404(policies.current(organisationId, projectId));
+        if (current) found.push({ projectId, ...current });
+      }
+      return { organisation, projects: found };
+    },
+    members: async (organisationId, projectId) => {
+      const members = await absentAs404(projects.members(organisationId, projectId));
+      return members && new Set(members.map((member) => member.personId));
+    },
+    // Another replica's or the command line's publish may reach this replica here first.
+    forget: () => revocations.drop(),
+  };
   const relay = new RelayHub(routing, {
     heartbeatMs: config.relay.heartbeatMs,
     callTimeoutMs: config.relay.callTimeoutMs,
     logger,
     stillValid: async (owner) => (await deviceTokens.resolveAccessToken(owner.accessToken))?.device.id === owner.deviceId,
+    policy: policyPush,
   });
+  // After a publish or restore has committed (PolicyService tells its listeners only then).
+  policies.onPublished((change) => relay.publishPolicyChange(change));
   const upgrades = new RelayUpgrades();
   const cacheSizes = () => ({
     deviceTokens: deviceCache.size,

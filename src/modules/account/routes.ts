@@ -46,7 +46,7 @@ const ok = named('Ok', {
 
 const common = { tag: 'Cloud account', cloudOnly: true, tenant: false, auth: ['cloud-session'] } as const;
 
-const me = (principal: Principal) => principal.personId!;
+const me = (principal: Principal) => principal.personId;
 
 export function accountRoutes(accounts: AccountService, signIn: Pick<SignInAccounts, 'issueLinkTicket'>): RouteDefinition[] {
   return [

@@ -196,7 +196,7 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
   async function relay(principal: Principal, iss: string, entry: Classified): Promise<RelayOutcome> {
     if (entry.kind === 'invalid') throw new Error('invalid entries are not relayed');
     const assertion = await deps.keys.sign(
-      { iss, sub: principal.personId!, aud: principal.deviceId!, scope: ASSERTION_SCOPE, run_id: principal.runId! },
+      { iss, sub: principal.personId, aud: principal.deviceId!, scope: ASSERTION_SCOPE, run_id: principal.runId! },
       ASSERTION_TYPE,
     );
     return deps.hub.call(principal.deviceId!, { runId: principal.runId!, assertion, message: entry.message });

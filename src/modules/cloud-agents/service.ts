@@ -58,7 +58,7 @@ export interface CloudAgentDependencies {
   trail?: AuditTrail;
   /** `get` throws 404 when the project is not the organisation's; `rolesOf` is a person's project roles. */
   projects: {
-    get(organisationId: string, projectId: string): Promise<unknown>;
+    get(organisationId: string, projectId: string): Promise<{ id: string; organisationId: string }>;
     rolesOf(organisationId: string, personId: string): Promise<Map<string, ProjectRole>>;
   };
   policies: { effective(organisationId: string, projectId?: string): Promise<EffectivePolicy> };
@@ -96,15 +96,15 @@ export class CloudAgentService {
       throw new ApiError(403, 'workbench_required', 'only a workbench registers cloud agent runs; nodes do not');
     }
     const personId = principal.personId;
-    if (personId === undefined || principal.deviceId === undefined) throw new ApiError(403, 'workbench_required', 'only a workbench registers cloud agent runs');
+    if (principal.deviceId === undefined) throw new ApiError(403, 'workbench_required', 'only a workbench registers cloud agent runs');
     if (input.startedBy !== undefined && input.startedBy !== personId) {
       throw new ApiError(403, 'started_by_mismatch', "startedBy must be the device's own person", { extra: { field: 'body.startedBy' } });
     }
-    await this.deps.projects.get(organisationId, input.projectId);
+    const project = await this.deps.projects.get(organisationId, input.projectId);
     const inProject = defineAbilityFor({ ...principal, projectRoles: await this.deps.projects.rolesOf(organisationId, personId) });
     // As the projects API and pictures answer the same person: as if there were no such project.
-    authorize(inProject, 'create', 'CloudAgentRun', { organisationId, projectId: input.projectId }, () => notFound('no such project'));
-    const { policy } = await this.deps.policies.effective(organisationId, input.projectId);
+    authorize(inProject, 'create', 'CloudAgentRun', { organisationId: project.organisationId, projectId: project.id }, () => notFound('no such project'));
+    const { policy } = await this.deps.policies.effective(organisationId, project.id);
     if (!policy.cloudAgents.allowed) {
       throw new ApiError(403, 'cloud_agents_disabled', "the project's policy does not allow cloud agent runs");
     }
@@ -121,7 +121,7 @@ export class CloudAgentService {
     const run: CloudAgentRunRecord = {
       id: newId('run'),
       organisationId,
-      projectId: input.projectId,
+      projectId: project.id,
       deviceId: principal.deviceId,
       personId,
       provider: input.provider,

@@ -185,7 +185,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
       handler: async ({ body, principal, tenant, req }) => {
         const { key, view } = await joinKeys.create({
           organisationId: tenant!.id,
-          createdBy: principal.personId!,
+          createdBy: principal.personId,
           description: body.description.trim(),
           expiresInSeconds: body.expiresInSeconds ?? JOIN_KEY_DEFAULT_TTL_SECONDS,
           reusable: body.reusable ?? false,

@@ -68,6 +68,23 @@ export interface PolicyServiceOptions {
   trail?: AuditTrail;
 }
 
+/**
+ * A publish or restore that changed what applies, told after its transaction committed: the
+ * scope, the publish number and the scope's effective revision after it (never the document).
+ */
+export interface PublishedChange {
+  organisationId: string;
+  projectId: string | null;
+  number: number;
+  revision: string;
+}
+
+/** A scope's current state as the control channel's hello names it: its newest publish (null: none) and its effective revision. */
+export interface CurrentRevision {
+  number: number | null;
+  revision: string;
+}
+
 /** How the service learns that a project exists in an organisation: throws 404 otherwise. */
 export interface ProjectLookup {
   get(organisationId: string, projectId: string): Promise<unknown>;
@@ -185,6 +202,7 @@ export class PolicyService {
   private readonly organisationLayers = new Map<string, OrganisationLayer>();
   private readonly answers = new Map<string, { stamp: string; answer: EffectivePolicy }>();
   private readonly latest: LatestNumbersCache | undefined;
+  private readonly published = new Set<(change: PublishedChange) => void>();
 
   private readonly trail: AuditTrail;
 
@@ -236,6 +254,22 @@ export class PolicyService {
     const latest = await this.store.latestNumbers(organisationId, projectId);
     cache.set(key, latest, generation);
     return latest;
+  }
+
+  /**
+   * The scope's newest publish number and effective revision (the hello of the control channel,
+   * docs/api/policy-push.md); a project that is not the organisation's throws 404.
+   */
+  async current(organisationId: string, projectId?: string): Promise<CurrentRevision> {
+    const answer = await this.effective(organisationId, projectId);
+    const latest = await this.latestNumbers(`${organisationId}/${projectId ?? ''}`, organisationId, projectId);
+    return { number: (projectId === undefined ? latest.organisation : latest.project) ?? null, revision: answer.revision };
+  }
+
+  /** Calls `listener` after every publish or restore that changed something has committed; answers the way to stop. */
+  onPublished(listener: (change: PublishedChange) => void): () => void {
+    this.published.add(listener);
+    return () => this.published.delete(listener);
   }
 
   /**
@@ -414,6 +448,17 @@ export class PolicyService {
     return undefined;
   }
 
+  private tell(change: PublishedChange): void {
+    for (const listener of this.published) {
+      try {
+        listener(change);
+      } catch (error) {
+        // The publish stands; polling still brings it to every workbench.
+        this.logger.warn({ organisationId: change.organisationId, reason: error instanceof Error ? error.message.split('\n')[0] : String(error) }, 'a policy change listener failed');
+      }
+    }
+  }
+
   /** The scope's current state, read in the publish's transaction (`store` is bound to it). */
   private async scopeState(store: PolicyStore, organisationId: string, projectId: string | null): Promise<ScopeState> {
     const latest = await store.latestNumbers(organisationId, projectId ?? undefined);
@@ -484,6 +529,9 @@ export class PolicyService {
               ...(commit.restoredFrom !== undefined ? { restoredFrom: commit.restoredFrom } : {}),
             },
           });
+          // After the commit (the transaction above has resolved): a listener never tells anyone
+          // of a publish that may still roll back.
+          if (stored.number !== null) this.tell({ organisationId, projectId, number: stored.number, revision: answer.revision });
         }
         return { ...answer, changed: stored.changed, number: stored.number };
       } catch (error) {

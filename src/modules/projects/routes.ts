@@ -32,7 +32,7 @@ const memberParams = {
 
 async function abilityOf(projects: ProjectService, principal: Principal): Promise<AppAbility> {
   const caller = principal;
-  const roles = await projects.rolesOf(caller.organisationId, caller.personId!);
+  const roles = await projects.rolesOf(caller.organisationId, caller.personId);
   return defineAbilityFor({ ...caller, projectRoles: roles });
 }
 
@@ -71,7 +71,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
         const ability = await abilityOf(projects, principal);
         // Every project, when the rules grant reading a project the caller holds no role in.
         const everything = permits(ability, 'read', 'Project', { id: '', organisationId: principal.organisationId });
-        const page = await projects.page(principal.organisationId, principal.personId!, { onlyTheirs: !everything, limit: query.limit ?? DEFAULT_PAGE_SIZE, cursor: query.cursor });
+        const page = await projects.page(principal.organisationId, principal.personId, { onlyTheirs: !everything, limit: query.limit ?? DEFAULT_PAGE_SIZE, cursor: query.cursor });
         return {
           status: 200,
           body: { projects: page.items.map((project) => ({ id: project.id, name: project.name, createdAt: project.createdAt.toISOString(), role: project.role })), nextCursor: page.nextCursor },
@@ -117,7 +117,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       errors: { 404: ['not_found'] },
       handler: async ({ params, principal }) => {
         const { project } = await visibleProject(projects, principal, params.projectId);
-        const role = (await projects.rolesOf(project.organisationId, principal.personId!)).get(project.id) ?? null;
+        const role = (await projects.rolesOf(project.organisationId, principal.personId)).get(project.id) ?? null;
         return { status: 200, body: { id: project.id, name: project.name, createdAt: project.createdAt.toISOString(), role }, headers: { 'Cache-Control': 'no-store' } };
       },
     }),
@@ -143,7 +143,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
         authorize(ability, 'update', 'Project', project);
         const renamed = await projects.rename(project.organisationId, project.id, body.name, actorOf(principal));
         record(principal, 'project.renamed', { projectId: project.id });
-        const role = (await projects.rolesOf(project.organisationId, principal.personId!)).get(project.id) ?? null;
+        const role = (await projects.rolesOf(project.organisationId, principal.personId)).get(project.id) ?? null;
         return { status: 200, body: { id: renamed.id, name: renamed.name, createdAt: renamed.createdAt.toISOString(), role } };
       },
     }),

@@ -69,7 +69,8 @@ export class ProjectService {
 
   async get(organisationId: string, projectId: string): Promise<ProjectRecord> {
     const project = await this.store.findInOrganisation(organisationId, projectId);
-    if (!project) throw notFound('no such project');
+    // Exactly the id asked for: MySQL's collation also finds `prj_abc` by `PRJ_ABC`, which names no project.
+    if (!project || project.id !== projectId) throw notFound('no such project');
     return project;
   }
 

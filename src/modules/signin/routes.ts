@@ -341,7 +341,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
           return value;
         };
         if (body.grant_type === 'authorization_code') {
-          const exchanging = principal?.sessionId !== undefined && principal.personId !== undefined ? { sessionId: principal.sessionId, personId: principal.personId } : undefined;
+          const exchanging = principal?.sessionId !== undefined ? { sessionId: principal.sessionId, personId: principal.personId } : undefined;
           const { tokens } = await codes.exchangeCode(
             { code: field('code'), codeVerifier: field('code_verifier'), redirectUri: field('redirect_uri'), clientId: body.client_id },
             ['console', 'mobile'],

@@ -13,7 +13,7 @@ import type { InvitationView } from './store.js';
 
 const common = { tag: 'Cloud organisations', cloudOnly: true, tenant: false, auth: ['cloud-session'] } as const;
 
-const caller = (principal: Principal) => ({ personId: principal.personId! });
+const caller = (principal: Principal) => ({ personId: principal.personId });
 
 const idParam = { type: 'string', minLength: 1, maxLength: 100, description: 'Organisation id (`org_…`).' } as const;
 const organisationParams = { type: 'object', required: ['id'], properties: { id: idParam }, additionalProperties: false } as const;

@@ -131,7 +131,7 @@ export class TeamService {
     this.signIn = options.signInMethods;
   }
 
-  private abilityOf(organisationId: string, membership: Pick<MembershipRecord, 'personId' | 'role'>): AppAbility {
+  private static abilityOf(organisationId: string, membership: Pick<MembershipRecord, 'personId' | 'role'>): AppAbility {
     return defineAbilityFor({ kind: 'cloud-session', organisationId, personId: membership.personId, role: membership.role, projectRoles: new Map() });
   }
 
@@ -155,14 +155,8 @@ export class TeamService {
         const [organisation] = await organisations.lockOrganisations([organisationId]);
         const membership = organisation ? await organisations.findMembership(organisationId, caller.personId, { lock: true }) : null;
         if (!organisation || !membership || membership.removedAt) throw notFound('no such organisation among yours');
-        return work({
-          manager,
-          organisations,
-          invitations: this.invitations.withManager(manager),
-          organisation,
-          caller: membership,
-          ability: this.abilityOf(organisationId, membership),
-        });
+        const ability = TeamService.inOrganisation(organisation, organisationId, membership);
+        return work({ manager, organisations, invitations: this.invitations.withManager(manager), organisation, caller: membership, ability });
       }),
     );
   }
@@ -172,7 +166,18 @@ export class TeamService {
     const membership = await this.organisations.membershipsOf(caller.personId, organisationId);
     const entry = membership[0];
     if (!entry) throw notFound('no such organisation among yours');
-    return { organisation: entry.organisation, role: entry.role, ability: this.abilityOf(organisationId, { personId: caller.personId, role: entry.role }) };
+    return { organisation: entry.organisation, role: entry.role, ability: TeamService.inOrganisation(entry.organisation, organisationId, { personId: caller.personId, role: entry.role }) };
+  }
+
+  /**
+   * The caller's ability in the organisation as stored, refusing (404) unless the path names that
+   * record exactly: MySQL's collation finds `org_abc` by `ORG_ABC` too, and the rest of a request
+   * (the rules' records, the rows it writes, the audit line) uses the id the path gave.
+   */
+  private static inOrganisation(organisation: OrganisationRecord, named: string, membership: Pick<MembershipRecord, 'personId' | 'role'>): AppAbility {
+    const ability = TeamService.abilityOf(organisation.id, membership);
+    authorize(ability, 'read', 'Organisation', { id: named }, () => notFound('no such organisation among yours'));
+    return ability;
   }
 
   private static requireTeam(organisation: OrganisationRecord, what: string): void {
@@ -401,7 +406,7 @@ export class TeamService {
   private async inviterStillMay(organisations: TeamOrganisationRows, invitation: InvitationRecord, lock: boolean): Promise<boolean> {
     const inviter = await organisations.findMembership(invitation.organisationId, invitation.invitedBy, { lock });
     if (!inviter || inviter.removedAt) return false;
-    const ability = this.abilityOf(invitation.organisationId, inviter);
+    const ability = TeamService.abilityOf(invitation.organisationId, inviter);
     return permits(ability, 'create', 'Invitation', { organisationId: invitation.organisationId, role: invitation.role, email: invitation.email });
   }
 
