@@ -84,6 +84,9 @@ import { Metrics } from './metrics.js';
 import { corsEdge } from './http/cors.js';
 import { RedisRelayRouting } from '../adapters/state/redis-relay-routing.js';
 import { SWEEP_KINDS } from './sweeper/kinds.js';
+import type { AuditTrail } from './audit.js';
+import { auditLogRoutes } from './modules/audit-log/routes.js';
+import type { AuditLogService } from './modules/audit-log/service.js';
 import { Sweeper } from './sweeper/sweeper.js';
 
 export interface AppDependencies {
@@ -94,6 +97,8 @@ export interface AppDependencies {
   redis?: Redis | undefined;
   /** A check `POST /auth/v1/email/start` asks before it mails (a CAPTCHA the deployment wires); default: the built-in proof of work when AUTH_EMAIL_PROOF_OF_WORK_BITS is set, else none. */
   emailStartCheck?: EmailStartCheck | undefined;
+  /** Replaces the stored audit trail (the bench measures a publish without it); default: rows in `audit_log`. */
+  auditTrail?: AuditTrail | undefined;
 }
 
 export interface Platform {
@@ -116,6 +121,7 @@ export interface Platform {
     cloudAgents: CloudAgentService;
     signingKeys: SigningKeys;
     relay: RelayHub;
+    auditLog: AuditLogService;
   };
   /** The HTTP server's `upgrade` listener: WebSocket upgrades (the control channel) go through the app. */
   upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
@@ -139,12 +145,13 @@ export function buildApp(deps: AppDependencies): Platform {
   // any revocation or publish (src/auth/revocations.ts).
   const revocations = new AuthRevocations(dataSource, clock, deps.redis);
   const policyNumbersCache = new AuthCache<LatestNumbers>('policyLatestNumbers', config.authCache, clock, revocations);
-  const { organisations, deviceTokens, devices: deviceStore, joinKeys, deviceCodes, projects, policies } = buildAdminServices({
+  const { organisations, deviceTokens, devices: deviceStore, joinKeys, deviceCodes, projects, policies, trail, auditLog } = buildAdminServices({
     config,
     dataSource,
     clock,
     logger,
     policyLatestNumbers: policyNumbersCache,
+    auditTrail: deps.auditTrail,
   });
   const verifier = new OrganisationOidcVerifier({ clock, ...config.oidc });
   const replay = deps.redis ? new RedisReplayCache(deps.redis, clock) : new MemoryReplayCache(clock);
@@ -155,6 +162,7 @@ export function buildApp(deps: AppDependencies): Platform {
     logger,
     projects,
     policies,
+    trail,
     credentialMaxTtlSeconds: config.cloudAgents.credentialMaxTtlSeconds,
   });
   const deviceCache = new AuthCache<CachedDevice>('deviceTokens', config.authCache, clock, revocations);
@@ -247,7 +255,7 @@ export function buildApp(deps: AppDependencies): Platform {
   // Sign-in builds absolute URLs where no request is at hand: from PLATFORM_BASE_URL alone.
   const ownOrigin = serviceOrigin(config.baseUrl);
   const signInModule = createSignInModule(
-    { dataSource, clock, logger, mailer, organisations },
+    { dataSource, clock, logger, mailer, organisations, trail },
     {
       config: signInSettings,
       origin: ownOrigin,
@@ -299,6 +307,7 @@ export function buildApp(deps: AppDependencies): Platform {
   const registry = new RouteRegistry();
   registry.add(...healthRoutes(probes, { checked: (usable) => metrics.readinessChecked(usable) }), ...discoveryRoutes({ deployment: config.deployment }), ...organisationRoutes());
   registry.add(...projectRoutes(projects, logger));
+  registry.add(...auditLogRoutes(auditLog));
   registry.add(...policyRoutes(policies, config.policy));
   registry.add(...ingestRoutes(new IngestService(dataSource, clock, policies, config.ingest.redactionBudgetMs, (received, stored) => metrics.ingested(received, stored)), new IngestReader(dataSource, { maxDepth: config.json.maxDepth, maxKeys: config.ingest.maxJsonKeys, maxStringLength: config.ingest.maxStringLength }), config.ingest));
   // Pictures' SVG is checked on threads of its own, off the event loop (ended by `stop`).
@@ -306,13 +315,14 @@ export function buildApp(deps: AppDependencies): Platform {
   registry.add(...pictureRoutes(new PictureService(dataSource, clock, svgChecks), projects));
   registry.add(...devicesRoutes({ store: deviceStore, tokens: deviceTokens, joinKeys, deviceCodes }, { dpop, deployment: config.deployment }));
   registry.add(...signInModule.routes);
-  registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger, new SignInStore(dataSource)), signIn.accounts));
+  registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger, new SignInStore(dataSource), trail), signIn.accounts));
     const teams = new TeamService(dataSource, clock, {
     config: config.teams,
     mailer,
     logger,
     organisations: new OrganisationStore(dataSource),
     signInMethods: new SignInStore(dataSource),
+    trail,
   });
   registry.add(...teamRoutes(teams, teamRateLimits(config.teams, signInSettings.rateLimitPerMinute)));
   registry.add(...cloudAgentRoutes(cloudAgents));
@@ -440,7 +450,7 @@ export function buildApp(deps: AppDependencies): Platform {
     registry,
     profile,
     openapi,
-    services: { organisations, verifier, dpop, deviceTokens, projects, policies, signIn, sessions, mailer, teams, cloudAgents, signingKeys, relay },
+    services: { organisations, verifier, dpop, deviceTokens, projects, policies, signIn, sessions, mailer, teams, cloudAgents, signingKeys, relay, auditLog },
     upgrade: upgrades.handle,
     start: async () => {
       // On a schema still to be migrated the keys are made at their first use, once it is. (Read

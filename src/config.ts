@@ -93,6 +93,7 @@ const PROVIDER_VARIABLES = {
 } as const satisfies Record<IdentityProviderId, { kind: ProviderConfig['kind']; clientId: VariableName; clientSecret: VariableName; endpoints: Record<string, VariableName> }>;
 
 const RETENTION_VARIABLES = [
+  'AUDIT_RETENTION_DAYS',
   'RETENTION_INGEST_EVENTS_DAYS',
   'RETENTION_INGEST_USAGE_DAYS',
   'RETENTION_INGEST_AUDIT_DAYS',

@@ -574,4 +574,10 @@ export const VARIABLES = {
     defaultNote: 'none (kept forever)',
     description: 'The same for cloud agent run events; a run that ended (or expired) longer ago goes too, once its events are gone.',
   }),
+  AUDIT_RETENTION_DAYS: integer({
+    default: 400,
+    min: 1,
+    max: 36_500,
+    description: 'Days a row of the audit trail (administrative changes, `GET /platform/v1/audit-log`) is kept; then the sweeper deletes it. Export it to a SIEM before then to keep it longer (docs/api/audit-trail.md).',
+  }),
 } satisfies Record<string, Variable>;

@@ -173,6 +173,8 @@ function operation(route: RouteDefinition, profile: DeploymentProfile): Record<s
     const declared = route.responses[status]!;
     const answer: Record<string, unknown> = { description: declared.description };
     if (declared.schema) answer.content = { 'application/json': { schema: schemaRef(declared.schema) } };
+    // A stream of JSON lines (NDJSON): the schema of one line.
+    if (declared.lines) answer.content = { [declared.lines.mediaType]: { schema: schemaRef(declared.lines.schema) } };
     if (declared.headers) answer.headers = headersOf(declared.headers);
     responses[String(status)] = answer;
   }

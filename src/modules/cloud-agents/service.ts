@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { abilityOf, authorize, defineAbilityFor } from '../../../policies/index.js';
-import { audit, actorOf } from '../../audit.js';
+import { audit, actorOf, NO_AUDIT_TRAIL, type AuditTrail } from '../../audit.js';
 import type { Principal, ProjectRole } from '../../auth/principal.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import { ApiError, conflict, invalidRequest, notFound } from '../../errors.js';
@@ -54,6 +54,8 @@ export interface CloudAgentDependencies {
   dataSource: DataSource;
   clock: Clock;
   logger: Logger;
+  /** Where registering and ending a run leave their audit row, in their transaction. */
+  trail?: AuditTrail;
   /** `get` throws 404 when the project is not the organisation's; `rolesOf` is a person's project roles. */
   projects: {
     get(organisationId: string, projectId: string): Promise<{ id: string; organisationId: string }>;
@@ -142,6 +144,12 @@ export class CloudAgentService {
           throw conflict('max_concurrent_runs', `you already have ${running} cloud agent runs going; the policy allows ${maxConcurrent} at a time (end one first)`, { max: maxConcurrent });
         }
         await store.insertRun(run);
+        await (this.deps.trail ?? NO_AUDIT_TRAIL).record(manager, {
+          action: 'cloud_agent_run.registered',
+          organisationId,
+          actor: actorOf(principal),
+          target: { runId: run.id, projectId: run.projectId, provider: run.provider, mcp: withMcp },
+        });
       })
       .catch((error: unknown) => {
         // The project (or the device, or its person) was deleted between the checks and the
@@ -197,6 +205,7 @@ export class CloudAgentService {
       const run = await this.ownRun(store, principal, runId);
       if (run.endedAt) return { endedAt: run.endedAt, ended: false };
       await store.endRun(run.id, now);
+      await (this.deps.trail ?? NO_AUDIT_TRAIL).record(manager, { action: 'cloud_agent_run.ended', organisationId: principal.organisationId, actor: actorOf(principal), target: { runId } });
       return { endedAt: now, ended: true };
     });
     if (ended) {

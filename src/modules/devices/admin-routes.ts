@@ -189,7 +189,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
           description: body.description.trim(),
           expiresInSeconds: body.expiresInSeconds ?? JOIN_KEY_DEFAULT_TTL_SECONDS,
           reusable: body.reusable ?? false,
-        });
+        }, actorOf(principal));
         audit(req.log, {
           action: 'join_key.created',
           organisationId: tenant!.id,
@@ -245,7 +245,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
         // The chain asked about the role first (permission), so a member learns nothing of which keys exist.
         const record = await joinKeys.find(tenant!.id, params.joinKeyId);
         allow(principal, 'delete', 'JoinKey', record);
-        await joinKeys.revoke(record);
+        await joinKeys.revoke(record, actorOf(principal));
         audit(req.log, { action: 'join_key.revoked', organisationId: tenant!.id, actor: actorOf(principal), target: { joinKeyId: record.id } });
         return { status: 204 };
       },
@@ -298,7 +298,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
         const device = await devices.findDevice(params.deviceId);
         if (!device || device.organisationId !== tenant!.id) throw notFound('no device has this id');
         allow(principal, 'delete', 'Device', device);
-        if (!device.revokedAt) await tokens.revokeDevice(device.id);
+        await tokens.revokeByAdministrator(device, actorOf(principal));
         audit(req.log, { action: 'device.revoked', organisationId: tenant!.id, actor: actorOf(principal), target: { deviceId: device.id, kind: device.kind } });
         return { status: 204 };
       },

@@ -92,7 +92,7 @@ export function approvalRoutes(deviceCodes: DeviceCodeService): RouteDefinition[
         404: { description: NOT_FOUND },
       },
       handler: async ({ body, principal, req }) => {
-        const device = await deviceCodes.decide(body.userCode, approverOf(principal), decision);
+        const device = await deviceCodes.decide(body.userCode, approverOf(principal), decision, actorOf(principal));
         auditDecision(req.log, principal, device, outcome);
         return answer(device, outcome);
       },

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { DEFAULT_POLICY } from '../../../policies/default-policy.js';
 import { memoryReadRuleFor, type MemoryReadRule } from '../../../policies/memory-reads.js';
-import { audit, type AuditActor } from '../../audit.js';
+import { audit, NO_AUDIT_TRAIL, type AuditActor, type AuditTrail } from '../../audit.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../../db/errors.js';
 import { ApiError, conflict, invalidRequest, notFound } from '../../errors.js';
 import { withinJsonBounds, type JsonLimits } from '../../http/json-bounds.js';
@@ -64,6 +64,8 @@ export interface PolicyServiceOptions {
   defaults?: PolicyDocument;
   /** Without it (the command line), every read asks the database for the newest numbers. */
   latestNumbers?: LatestNumbersCache;
+  /** Where each publish and restore leaves its audit row, in the publish's transaction. */
+  trail?: AuditTrail;
 }
 
 /**
@@ -202,6 +204,8 @@ export class PolicyService {
   private readonly latest: LatestNumbersCache | undefined;
   private readonly published = new Set<(change: PublishedChange) => void>();
 
+  private readonly trail: AuditTrail;
+
   constructor(
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
@@ -212,6 +216,7 @@ export class PolicyService {
   ) {
     const defaults = options.defaults ?? DEFAULT_POLICY;
     this.latest = options.latestNumbers;
+    this.trail = options.trail ?? NO_AUDIT_TRAIL;
     this.store = new PolicyStore(dataSource);
     const problem = check(validateDocument, defaults, 'defaults');
     // The defaults ship with the code: a broken one is a build mistake, not an operating condition.
@@ -500,6 +505,13 @@ export class PolicyService {
             createdAt: this.clock.now(),
           });
           const latest = projectId === null ? { ...state.latest, organisation: number } : { ...state.latest, project: number };
+          // The row names the revision by its number, never the document.
+          await this.trail.record(manager, {
+            action: commit.action,
+            organisationId,
+            actor: commit.actor,
+            target: { projectId, number, ...(commit.restoredFrom !== undefined ? { restoredFrom: commit.restoredFrom } : {}) },
+          });
           return { changed: true, number, latest };
         });
         // Rows never change once stored: the answer is the state right after this publish, even

@@ -96,7 +96,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       handler: async ({ body, principal }) => {
         const ability = await abilityOf(projects, principal);
         authorize(ability, 'create', 'Project', { id: '', organisationId: principal.organisationId });
-        const project = await projects.create(principal.organisationId, { name: body.name, owner: principal.personId });
+        const project = await projects.create(principal.organisationId, { name: body.name, owner: principal.personId }, actorOf(principal));
         record(principal, 'project.created', { projectId: project.id });
         return { status: 201, body: { id: project.id, name: project.name, createdAt: project.createdAt.toISOString(), role: 'owner' } };
       },
@@ -141,7 +141,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       handler: async ({ params, body, principal }) => {
         const { project, ability } = await visibleProject(projects, principal, params.projectId);
         authorize(ability, 'update', 'Project', project);
-        const renamed = await projects.rename(project.organisationId, project.id, body.name);
+        const renamed = await projects.rename(project.organisationId, project.id, body.name, actorOf(principal));
         record(principal, 'project.renamed', { projectId: project.id });
         const role = (await projects.rolesOf(project.organisationId, principal.personId)).get(project.id) ?? null;
         return { status: 200, body: { id: renamed.id, name: renamed.name, createdAt: renamed.createdAt.toISOString(), role } };
@@ -178,7 +178,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       handler: async ({ params, query, principal }) => {
         const { project, ability } = await visibleProject(projects, principal, params.projectId);
         authorize(ability, 'delete', 'Project', project);
-        const contents = await projects.delete(project.organisationId, project.id, { force: query.force === true });
+        const contents = await projects.delete(project.organisationId, project.id, { force: query.force === true }, actorOf(principal));
         record(principal, 'project.deleted', { projectId: project.id, pictures: contents.pictures, runs: contents.runs, ingest: contents.ingest });
         return { status: 204 };
       },
@@ -229,7 +229,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       handler: async ({ params, body, principal }) => {
         const { project, ability } = await visibleProject(projects, principal, params.projectId);
         authorize(ability, 'manage-members', 'Project', project);
-        const { member, previous } = await projects.setRoleById(project.organisationId, project.id, params.personId, body.role);
+        const { member, previous } = await projects.setRoleById(project.organisationId, project.id, params.personId, body.role, actorOf(principal));
         if (previous !== body.role) record(principal, 'project.member_role_set', { projectId: project.id, personId: member.personId, from: previous ?? null, to: body.role });
         return { status: previous === undefined ? 201 : 200, body: memberBody(member) };
       },
@@ -259,7 +259,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
         if (!permits(ability, 'manage-members', 'Project', project)) {
           authorize(ability, 'delete', 'ProjectMember', own, () => forbidden('only the project\'s owners and the organisation\'s owners and admins remove others'));
         }
-        await projects.removeMember(project.organisationId, project.id, params.personId);
+        await projects.removeMember(project.organisationId, project.id, params.personId, actorOf(principal));
         record(principal, params.personId === principal.personId ? 'project.member_left' : 'project.member_removed', { projectId: project.id, personId: params.personId });
         return { status: 204 };
       },

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
 import { authorize, defineAbilityFor, permits, type AppAbility, type SubjectRecords } from '../../../policies/index.js';
-import { audit } from '../../audit.js';
+import { audit, NO_AUDIT_TRAIL, type AuditTrail } from '../../audit.js';
 import type { OrganisationRole } from '../../auth/principal.js';
 import { isUniqueViolation, withRetries } from '../../db/errors.js';
 import { ApiError, conflict, forbidden, invalidRequest, notFound } from '../../errors.js';
@@ -103,6 +103,8 @@ export interface TeamServiceOptions {
   organisations: TeamOrganisationRows;
   /** The sign-in module's methods (src/app.ts passes its store). */
   signInMethods: TeamSignInMethods;
+  /** Where each change leaves its audit row, in its transaction. */
+  trail?: AuditTrail;
 }
 
 interface InTeam {
@@ -135,6 +137,11 @@ export class TeamService {
 
   private audit(action: string, organisationId: string, caller: Caller, target: Record<string, string | number | boolean | null>): void {
     audit(this.options.logger, { action, organisationId, actor: { kind: 'cloud-session', personId: caller.personId }, target });
+  }
+
+  /** The change's audit row, in its transaction (the line above is written once it committed). */
+  private async record(manager: EntityManager, action: string, organisationId: string, caller: Caller, target: Record<string, string | number | boolean | null>): Promise<void> {
+    await (this.options.trail ?? NO_AUDIT_TRAIL).record(manager, { action, organisationId, actor: { kind: 'cloud-session', personId: caller.personId }, target });
   }
 
   /**
@@ -191,6 +198,7 @@ export class TeamService {
       const store = this.organisations.withManager(manager);
       await store.insert(organisation, []);
       await store.insertMembership({ organisationId: organisation.id, personId: caller.personId, role: 'owner', createdAt: now, removedAt: null });
+      await this.record(manager, 'team.created', organisation.id, caller, { organisationId: organisation.id });
     });
     this.audit('team.created', organisation.id, caller, { organisationId: organisation.id });
     return organisationSummary({ organisation, role: 'owner' });
@@ -198,10 +206,11 @@ export class TeamService {
 
   async rename(caller: Caller, organisationId: string, name: string): Promise<void> {
     const renamed = teamName(name);
-    await this.inTeam(organisationId, caller, async ({ organisations, organisation, ability }) => {
+    await this.inTeam(organisationId, caller, async ({ manager, organisations, organisation, ability }) => {
       TeamService.requireTeam(organisation, 'cannot be renamed: it carries its person\'s name');
       TeamService.allow(ability, 'update', 'Organisation', { id: organisationId }, 'only owners and admins rename a team');
       await organisations.update(organisationId, { name: renamed });
+      await this.record(manager, 'organisation.renamed', organisationId, caller, { organisationId });
     });
     this.audit('organisation.renamed', organisationId, caller, { organisationId });
   }
@@ -218,7 +227,7 @@ export class TeamService {
 
   /** Changes a member's role; answers whether anything changed. */
   async changeRole(caller: Caller, organisationId: string, personId: string, newRole: OrganisationRole): Promise<boolean> {
-    const from = await this.inTeam(organisationId, caller, async ({ organisations, organisation, ability }) => {
+    const from = await this.inTeam(organisationId, caller, async ({ manager, organisations, organisation, ability }) => {
       TeamService.requireTeam(organisation, 'has one member, its owner');
       const target = await organisations.findMembership(organisationId, personId, { lock: true });
       if (!target || target.removedAt) throw notFound('no such member of the team');
@@ -226,6 +235,7 @@ export class TeamService {
       if (target.role === newRole) return undefined;
       if (target.role === 'owner') await this.keepAnOwner(organisations, organisationId, personId);
       await organisations.setRole(organisationId, personId, newRole);
+      await this.record(manager, 'person.role_changed', organisationId, caller, { personId, from: target.role, to: newRole });
       return target.role;
     });
     if (from === undefined) return false;
@@ -241,13 +251,14 @@ export class TeamService {
    */
   async removeMember(caller: Caller, organisationId: string, personId: string): Promise<void> {
     const leaving = personId === caller.personId;
-    await this.inTeam(organisationId, caller, async ({ organisations, organisation, ability }) => {
+    await this.inTeam(organisationId, caller, async ({ manager, organisations, organisation, ability }) => {
       TeamService.requireTeam(organisation, 'cannot be left: it is its person\'s own');
       const target = await organisations.findMembership(organisationId, personId, { lock: true });
       if (!target || target.removedAt) throw notFound('no such member of the team');
       TeamService.allow(ability, 'delete', 'Member', { organisationId, personId, role: target.role, newRole: null }, 'owners and admins remove others, and only an owner removes an owner');
       if (target.role === 'owner') await this.keepAnOwner(organisations, organisationId, personId);
       await organisations.removeMember(organisationId, personId, this.clock.now());
+      await this.record(manager, leaving ? 'person.left' : 'person.removed', organisationId, caller, { personId });
     });
     this.audit(leaving ? 'person.left' : 'person.removed', organisationId, caller, { personId });
   }
@@ -294,7 +305,7 @@ export class TeamService {
     let organisation: OrganisationRecord | undefined;
     for (let attempt = 1; ; attempt++) {
       try {
-        organisation = await this.inTeam(organisationId, caller, async ({ organisations, invitations, organisation: team, ability }) => {
+        organisation = await this.inTeam(organisationId, caller, async ({ manager, organisations, invitations, organisation: team, ability }) => {
           TeamService.requireTeam(team, 'cannot be invited into: it is its person\'s own');
           TeamService.allow(ability, 'create', 'Invitation', { organisationId, role: input.role, email }, 'only owners and admins invite, and only an owner invites an owner');
           const holder = await this.personSigningInWith(email);
@@ -304,6 +315,8 @@ export class TeamService {
           }
           await invitations.withdrawOpenFor(organisationId, email, now);
           await invitations.insert(invitation);
+          // The invitation's id and role, never the address's token.
+          await this.record(manager, 'invitation.created', organisationId, caller, { invitationId: invitation.id, role: input.role });
           return team;
         });
         break;
@@ -321,11 +334,12 @@ export class TeamService {
   }
 
   async withdraw(caller: Caller, organisationId: string, invitationId: string): Promise<void> {
-    await this.inTeam(organisationId, caller, async ({ invitations, ability }) => {
+    await this.inTeam(organisationId, caller, async ({ manager, invitations, ability }) => {
       const invitation = await invitations.findById(invitationId, { lock: true });
       if (!invitation || invitation.organisationId !== organisationId || !this.isOpen(invitation)) throw invitationGone();
       TeamService.allow(ability, 'delete', 'Invitation', { organisationId, role: invitation.role, email: invitation.email }, 'only owners and admins withdraw invitations, and only an owner one to become an owner');
       if (!(await invitations.withdraw(invitationId, this.clock.now()))) throw invitationGone();
+      await this.record(manager, 'invitation.withdrawn', organisationId, caller, { invitationId });
     });
     this.audit('invitation.withdrawn', organisationId, caller, { invitationId });
   }
@@ -370,6 +384,7 @@ export class TeamService {
         if (membership && !membership.removedAt) throw alreadyMember();
         if (membership) await organisations.rejoin(team.id, caller.personId, invitation.role, now);
         else await organisations.insertMembership({ organisationId: team.id, personId: caller.personId, role: invitation.role, createdAt: now, removedAt: null });
+        await this.record(manager, 'invitation.accepted', team.id, caller, { invitationId: found.id, personId: caller.personId, role: found.role });
         return team;
       }),
     );
