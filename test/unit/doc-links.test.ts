@@ -39,7 +39,7 @@ function proseLines(text: string): string[] {
       lines.push('');
       continue;
     }
-    lines.push(fence ? '' : line.replace(/(`+)[^`]*?\1/g, ''));
+    lines.push(fence ? '' : line.replace(/`[^`]*`/g, ''));
   }
   return lines;
 }
@@ -51,9 +51,10 @@ export function anchorsOf(text: string): Set<string> {
   let fence = false;
   for (const line of text.split('\n')) {
     if (/^\s*(`{3,}|~{3,})/.test(line)) fence = !fence;
-    const heading = fence ? null : /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
+    const heading = fence ? null : /^#{1,6} (.+)$/.exec(line);
     if (!heading) continue;
     const base = heading[1]!
+      .trim()
       .toLowerCase()
       .replace(/[^\p{L}\p{N} _-]/gu, '')
       .replace(/ /g, '-');
