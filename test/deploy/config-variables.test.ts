@@ -14,7 +14,7 @@ import { chartEnvSchema, CONFIGURATION_DOC, configurationTable, README_END, READ
 // are the chart README's), and checked against the declarations.
 
 const root = join(import.meta.dirname, '..', '..');
-const README = join(root, CONFIGURATION_DOC);
+const DOC = join(root, CONFIGURATION_DOC);
 /** UPDATE_DOCS=1 (or the older UPDATE_README=1) rewrites the generated table. */
 const UPDATE_DOCS = process.env.UPDATE_DOCS === '1' || process.env.UPDATE_README === '1';
 const CHART_SCHEMA = join(root, 'charts', 'platform', 'values.schema.json');
@@ -77,7 +77,7 @@ describe('CONFIG_VARIABLES', () => {
 
   it("matches the configuration table (docs/operations/configuration.md), defaults included", () => {
     // The page holds the configuration only.
-    const section = readFileSync(README, 'utf8');
+    const section = readFileSync(DOC, 'utf8');
     const rows = new Map([...section.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \| ([^|]*) \|/gm)].map((match) => [match[1]!, match[2]!]));
     expect([...rows.keys()].sort()).toEqual([...names].sort());
     for (const variable of CONFIG_VARIABLES) {
@@ -88,7 +88,7 @@ describe('CONFIG_VARIABLES', () => {
 
 describe('the generated documentation', () => {
   it("writes the configuration table of docs/operations/configuration.md from the declarations", () => {
-    const readme = readFileSync(README, 'utf8');
+    const readme = readFileSync(DOC, 'utf8');
     const start = readme.indexOf(README_START);
     const end = readme.indexOf(README_END);
     expect(start).toBeGreaterThan(readme.indexOf('# Configuration'));
@@ -96,7 +96,7 @@ describe('the generated documentation', () => {
     const current = readme.slice(start, end + README_END.length);
     const expected = configurationTable();
     if (current !== expected && UPDATE_DOCS) {
-      writeFileSync(README, readme.slice(0, start) + expected + readme.slice(end + README_END.length));
+      writeFileSync(DOC, readme.slice(0, start) + expected + readme.slice(end + README_END.length));
       return;
     }
     expect(current).toBe(expected);
@@ -111,12 +111,12 @@ describe('the generated documentation', () => {
       writeFileSync(CHART_SCHEMA, withChartEnvSchema(text, expected));
       return;
     }
-    // Order included: the chart lists the variables as the README does.
+    // Order included: the chart lists the variables as the configuration table does.
     expect(JSON.stringify(current, null, 1)).toBe(JSON.stringify(expected, null, 1));
   });
 
   it('marks every secret as one in both: a Secret in the chart, and so in the configuration table', () => {
-    const readme = readFileSync(README, 'utf8');
+    const readme = readFileSync(DOC, 'utf8');
     const schema = JSON.parse(readFileSync(CHART_SCHEMA, 'utf8')) as { properties: Record<'config' | 'secrets', { properties: Record<string, unknown> }> };
     const secrets = CONFIG_VARIABLES.filter((variable) => variable.secret).map((variable) => variable.name);
     expect(secrets.length).toBeGreaterThan(5);
