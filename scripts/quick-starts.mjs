@@ -16,16 +16,23 @@ const ROOT = join(import.meta.dirname, '..');
 const SELF_HOSTED_PORT = Number(process.env.QUICK_START_PORT ?? 39131);
 const CLOUD_PORT = SELF_HOSTED_PORT + 1;
 
-/** The `sh` blocks of a Markdown section (from its heading to the next heading of its level or above). */
+/** The `sh` blocks of a Markdown section: from its heading to the next heading of its level or above, code aside. */
 function blocksOf(file, heading) {
-  const text = readFileSync(join(ROOT, file), 'utf8');
-  const start = text.indexOf(`\n${heading}\n`);
+  const lines = readFileSync(join(ROOT, file), 'utf8').split('\n');
+  const start = lines.indexOf(heading);
   if (start < 0) throw new Error(`${file} has no heading "${heading}"`);
-  const level = heading.split(' ')[0];
-  const rest = text.slice(start + heading.length + 2);
-  const next = rest.search(new RegExp(`^#{1,${level.length}} `, 'm'));
-  const section = next < 0 ? rest : rest.slice(0, next);
-  const blocks = [...section.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((match) => match[1]);
+  const level = heading.indexOf(' ');
+  const blocks = [];
+  let block;
+  for (const line of lines.slice(start + 1)) {
+    if (block) {
+      if (line === '```') {
+        blocks.push(`${block.join('\n')}\n`);
+        block = undefined;
+      } else block.push(line);
+    } else if (line === '```sh') block = [];
+    else if (/^#+ /.test(line) && line.indexOf(' ') <= level) break;
+  }
   if (!blocks.length) throw new Error(`${file} "${heading}" holds no sh block`);
   return blocks;
 }
@@ -55,10 +62,12 @@ const EXPECTED = [
   '"name":"Rocket"',
   'platform_jk_',
 ];
-const BROKEN = [/SyntaxError/, /\bundefined\b/, /^curl: \(\d+\)/m, /\n\s+at .+:\d+:\d+\)?\n/];
+const BROKEN = [/SyntaxError/, /\bundefined\b/, /^curl: \(\d+\)/m];
+/** A line of a stack trace. */
+const stackLine = (line) => line.startsWith('    at ') && /:\d+:\d+\)?$/.test(line);
 
 const clone = mkdtempSync(join(tmpdir(), 'platform-quick-starts-'));
-let status = 1;
+let status;
 try {
   const cloned = spawnSync('git', ['clone', '--quiet', ROOT, clone], { stdio: 'inherit' });
   if (cloned.status !== 0) throw new Error('git clone failed');
@@ -83,6 +92,7 @@ try {
     ...(output.includes('=== done') ? [] : ['the blocks did not run to their end']),
     ...missing.map((text) => `no ${JSON.stringify(text)} in the output`),
     ...broken.map((pattern) => `the output matches ${pattern}`),
+    ...(output.split('\n').some(stackLine) ? ['the output holds a stack trace'] : []),
   ];
   if (problems.length) process.stderr.write(`quick starts: ${problems.join('; ')}\n`);
   else process.stdout.write('quick starts: every block ran as the docs say\n');
