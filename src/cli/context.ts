@@ -22,7 +22,7 @@ export interface CliDependencies {
   dataSource?: DataSource;
 }
 
-/** Exit codes of `platform` (README "Administering from the command line"). */
+/** Exit codes of `platform` (docs/operations/administering.md "Administering from the command line"). */
 export const EXIT_OK = 0;
 /** Something unexpected failed (a bug, or an error no rule names): the stack is printed. */
 export const EXIT_FAILED = 1;

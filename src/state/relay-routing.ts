@@ -4,7 +4,7 @@
  * there through Redis (adapters/state/redis-relay-routing.ts).
  */
 
-/** The parameters of a `cloudMcp.call` (README "The workbench control channel"). */
+/** The parameters of a `cloudMcp.call` (docs/api/agents.md "The workbench control channel"). */
 export interface RelayCallParams {
   runId: string;
   assertion: string;

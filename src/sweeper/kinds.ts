@@ -15,7 +15,7 @@
  * otherwise (RETENTION_*_DAYS).
  *
  * To add a kind: one entry here (and its index, so that `where` reads only the rows it finds: a
- * migration), a row in the table of the README's "Retention and the sweeper", and a case in
+ * migration), a row in the table of docs/operations/retention.md "Retention and the sweeper", and a case in
  * test/http/sweeper.test.ts.
  */
 

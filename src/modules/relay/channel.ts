@@ -24,7 +24,7 @@ import {
 } from './policy-push.js';
 
 /**
- * The workbench control channel (README "The workbench control channel"): one WebSocket per workbench at
+ * The workbench control channel (docs/api/agents.md "The workbench control channel"): one WebSocket per workbench at
  * `GET /relay/v1/connect`, JSON-RPC 2.0 text frames. The service calls `cloudMcp.call` with
  * `{runId, assertion, message}`; the workbench answers with the MCP response message as the
  * JSON-RPC `result` (null for a notification), or a JSON-RPC `error` when it refuses the call.
