@@ -89,7 +89,7 @@ const jsonRpcMessageSchema = named('JsonRpcMessage', {
     jsonrpc: { type: 'string', const: '2.0', description: 'Always `2.0`.' },
     id: { type: ['string', 'integer'], description: 'Request or response id.' },
     method: { type: 'string', description: 'The method (requests and notifications).' },
-    params: { type: ['object', 'array'], description: 'Its parameters.' },
+    params: { type: ['object', 'array'], items: true, description: 'Its parameters: by name (an object) or by position (an array of any values).' },
     result: { description: 'A response\'s result.' },
     error: { type: 'object', description: "A response's error." },
   },
@@ -292,6 +292,7 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
       summary: "GET on a run's MCP endpoint: not served",
       description: 'The endpoint offers no server-sent event stream (JSON answers only): 405 with `Allow: POST`, which MCP clients take as "no stream".',
       tag: 'Cloud agents',
+      params: runIdParams,
     }),
     refusedMethod({
       method: 'delete',
@@ -300,6 +301,7 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
       summary: "DELETE on a run's MCP endpoint: not served",
       description: 'The endpoint keeps no MCP session (it issues no `Mcp-Session-Id`): 405 with `Allow: POST`. End the run with `POST …/end`.',
       tag: 'Cloud agents',
+      params: runIdParams,
     }),
   ];
 }
