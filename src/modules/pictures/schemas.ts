@@ -18,6 +18,10 @@ export const PICTURE_LIMITS = {
   specKeyLength: 1_000,
 } as const;
 
+/** The SVG of the examples as a workbench sends it (an editor's comment included), and as it is stored (normalised). */
+const EXAMPLE_SVG_SENT =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 240 80"><!-- drawn by the workbench --><rect x="10" y="20" width="80" height="40" rx="6" fill="#e8f0fe"/><text x="50" y="45" text-anchor="middle">Cart</text><path d="M90 40 H150" stroke="#333"/><rect x="150" y="20" width="80" height="40" rx="6" fill="#e6f4ea"/><text x="190" y="45" text-anchor="middle">Payment</text></svg>';
+
 export const SLUG_PATTERN = '^[a-z0-9-]{1,60}$';
 
 export const pictureParamsSchema = {
@@ -65,6 +69,13 @@ export const pictureWriteSchema = named('PictureWrite', {
     look: { type: 'string', maxLength: MAX_LOOK_LENGTH, description: 'How the picture is drawn (a style name); optional.' },
   },
   additionalProperties: false,
+  examples: [
+    {
+      spec: { version: 1, kind: 'diagram', meta: { title: 'Checkout flow' }, nodes: [{ id: 'cart', label: 'Cart' }, { id: 'pay', label: 'Payment' }], edges: [['cart', 'pay']] },
+      svg: EXAMPLE_SVG_SENT,
+      look: 'sketch',
+    },
+  ],
 } as const);
 
 const pictureFields = {
