@@ -114,7 +114,8 @@ const SCENARIOS: Record<string, (world: World) => Promise<Replay>> = {
   }),
   savePicture: async (world) => ({
     params: { id: world.projectId, slug: 'checkout-flow' },
-    headers: await workbenchHeaders(world, 'put', `/projects/v1/${world.projectId}/pictures/checkout-flow`),
+    // A new picture: the precondition the operation requires (`If-None-Match: *`).
+    headers: { ...(await workbenchHeaders(world, 'put', `/projects/v1/${world.projectId}/pictures/checkout-flow`)), 'If-None-Match': '*' },
   }),
   createJoinKey: async () => ({}),
   joinWithKey: async (world) => {
@@ -298,6 +299,7 @@ describe.each([
       const headers = replay.headers ?? (op.security.some((s) => 'deviceToken' in s) ? await workbenchHeaders(world, method, url) : world.owner);
       // The answer is checked against the route's declared schema by `call`.
       const res = await call(world.platform, method, url, { ...(world.host ? { host: world.host } : {}), headers, body: substitute(example, replay.values ?? {}) });
+      if (process.env.PRINT_ANSWERS) process.stdout.write(`ANSWER ${op.operationId} ${res.status} ${JSON.stringify(res.body)}\n`);
       const successes = Object.keys(op.responses).filter((status) => Number(status) < 400);
       if (!successes.includes(String(res.status))) failures.push(`${op.operationId}: ${res.status} ${JSON.stringify(res.body)}`);
     }
