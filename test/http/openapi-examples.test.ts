@@ -179,7 +179,7 @@ const SCENARIOS: Record<string, (world: World) => Promise<Replay>> = {
 /** Values of Cloud sign-in examples (src/modules/signin/schemas.ts). */
 const EXAMPLE_CONSOLE_REDIRECT = 'https://console.platform.example/signed-in';
 const EXAMPLE_EMAILED_DIGITS = '381947';
-const EXAMPLE_SIGN_IN_CODE = 'platform_ac_Vb6nM2qW8eR4tY0uI5oP1aS7dF3gH9jK2lZ6xC4vB8n';
+const EXAMPLE_SIGN_IN_CODE = 'platform_sc_Vb6nM2qW8eR4tY0uI5oP1aS7dF3gH9jK2lZ6xC4vB8n';
 const EXAMPLE_CODE_VERIFIER = 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk';
 
 /**

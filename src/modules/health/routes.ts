@@ -30,6 +30,7 @@ const healthSchema = named('Health', {
   required: ['status'],
   properties: { status: { type: 'string', const: 'ok', description: 'Always `ok`.' } },
   additionalProperties: false,
+  examples: [{ status: 'ok' }],
 } as const);
 
 const readinessSchema = named('Readiness', {
@@ -46,6 +47,7 @@ const readinessSchema = named('Readiness', {
     },
   },
   additionalProperties: false,
+  examples: [{ status: 'ready', checks: { database: 'ok', migrations: 'ok', redis: 'ok', rateLimits: 'ok', replayCache: 'ok', relay: 'ok' } }],
 } as const);
 
 const notReadySchema = named('NotReady', {

@@ -3,7 +3,7 @@ import { named } from '../../http/schema.js';
 
 /** The console's registered redirect URI, and a one-time sign-in code, in the examples. */
 const EXAMPLE_CONSOLE_REDIRECT = 'https://console.platform.example/signed-in';
-const EXAMPLE_SIGN_IN_CODE = 'platform_ac_Vb6nM2qW8eR4tY0uI5oP1aS7dF3gH9jK2lZ6xC4vB8n';
+const EXAMPLE_SIGN_IN_CODE = 'platform_sc_Vb6nM2qW8eR4tY0uI5oP1aS7dF3gH9jK2lZ6xC4vB8n';
 
 const PROVIDER_IDS = ['google', 'microsoft', 'github', 'facebook', 'email'] as const;
 
