@@ -301,6 +301,7 @@ export function buildApp(deps: AppDependencies): Platform {
       operationId: 'getOpenApiDocument',
       permission: 'public',
       summary: 'This API described as OpenAPI 3.1.0',
+      description: "This deployment's document: only the operations it serves, the token kinds and error codes they accept and answer here, and an example for every request body and success answer.",
       tag: 'Discovery',
       extension: true,
       tenant: false,

@@ -81,6 +81,7 @@ export function accountRoutes(accounts: AccountService, signIn: Pick<SignInAccou
       operationId: 'getMe',
       permission: { authenticated: "the caller's own account: a Cloud session reaches only its own person" },
       summary: 'The signed-in person',
+      description: 'Who the Cloud session belongs to: name, address, every organisation with their role (personal first), and every sign-in method.',
       schemas: {},
       responses: { 200: { description: 'The person, their organisations and sign-in methods.', schema: personSchema } },
       handler: async ({ principal }) => ({ status: 200, body: await accounts.me(me(principal)), headers: { 'Cache-Control': 'no-store' } }),
@@ -92,6 +93,7 @@ export function accountRoutes(accounts: AccountService, signIn: Pick<SignInAccou
       operationId: 'updateMe',
       permission: { authenticated: "the caller's own account: a Cloud session reaches only its own person" },
       summary: 'Rename the signed-in person',
+      description: "Changes the person's display name (shown to the teams they belong to).",
       schemas: {
         body: {
           type: 'object',

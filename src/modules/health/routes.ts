@@ -109,6 +109,7 @@ export function healthRoutes(probes: readonly ReadinessProbe[], options: { timeo
       operationId: 'getLiveness',
       permission: 'public',
       summary: 'Liveness probe (no I/O)',
+      description: 'Answers while the process runs, without asking any dependency: for an orchestrator deciding whether to restart it (readiness is `GET /readyz`).',
       tag: 'Health',
       extension: true,
       tenant: false,

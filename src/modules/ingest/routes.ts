@@ -253,6 +253,7 @@ export function ingestRoutes(service: IngestService, reader: IngestReader, limit
         path: `/platform/v1/ingest/${list.name}`,
         operationId: list.operationId,
         summary: list.summary,
+        description: `What workbenches uploaded (\`POST /ingest/v1\`), newest first, filtered by project, workspace, ${list.name === 'tasks' ? 'status' : 'kind'} and time; \`nextCursor\` pages on. Owners and admins only.`,
         schemas: { query: filtersQuery(list.kind) },
         responses: { 200: { description: `A page of ${list.name}.`, schema: list.schema } },
         handler: async ({ query, principal, tenant }) => {
@@ -267,6 +268,7 @@ export function ingestRoutes(service: IngestService, reader: IngestReader, limit
       path: '/platform/v1/ingest/usage/summary',
       operationId: 'summariseIngestedUsage',
       summary: "The organisation's model usage by day and model (owners and admins)",
+      description: 'Sums of the usage items workbenches uploaded, one row per UTC day, provider and model, oldest day first. Owners and admins only.',
       schemas: {
         query: {
           type: 'object',

@@ -116,6 +116,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       operationId: 'listSignInProviders',
       permission: 'public',
       summary: 'The ways to sign in',
+      description: 'The identity providers this deployment has configured, and `email`, in display order: the buttons a sign-in page shows.',
       tag: 'Cloud sign-in',
       cloudOnly: true,
       tenant: false,
