@@ -24,7 +24,7 @@ import type { Config } from './config.js';
 import { errorHandler, hoistedHeaders, inSequence, notFoundHandler, requestEdge } from './http/edge.js';
 import { ApiError, schemaNotMigrated } from './errors.js';
 import { SchemaState } from './db/schema-state.js';
-import { buildOpenApi } from './http/openapi.js';
+import { API_VERSION, buildOpenApi } from './http/openapi.js';
 import { originEdge, serviceOrigin } from './http/origin.js';
 import { defineRoute, RouteRegistry, type DeploymentProfile } from './http/route.js';
 import { tenancy } from './http/tenancy.js';
@@ -343,13 +343,14 @@ export function buildApp(deps: AppDependencies): Platform {
       operationId: 'getOpenApiDocument',
       permission: 'public',
       summary: 'This API described as OpenAPI 3.1.0',
+      description: "This deployment's document: only the operations it serves, the token kinds and error codes they accept and answer here, and an example for every request body and success answer.",
       tag: 'Discovery',
       extension: true,
       tenant: false,
       auth: 'public',
       database: false,
       schemas: {},
-      responses: { 200: { description: 'The OpenAPI document.', schema: { type: 'object', description: 'OpenAPI 3.1.0 document.' } } },
+      responses: { 200: { description: 'The OpenAPI document.', schema: { type: 'object', description: 'OpenAPI 3.1.0 document.', examples: [{ openapi: '3.1.0', info: { title: 'Platform API', version: API_VERSION }, paths: { '/healthz': { get: { operationId: 'getLiveness' } } } }] } } },
       handler: () => ({ status: 200, body: openapi, headers: { 'Cache-Control': 'public, max-age=300' } }),
     }),
   );

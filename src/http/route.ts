@@ -223,15 +223,26 @@ function checkPermission(route: RouteDefinition): void {
 }
 
 /** A method `path` does not serve, declared so that the OpenAPI document says it answers 405. */
-export function refusedMethod(route: { method: HttpMethod; path: string; operationId: string; summary: string; description: string; tag: string; extension?: boolean }): RouteDefinition {
+export function refusedMethod(route: {
+  method: HttpMethod;
+  path: string;
+  operationId: string;
+  summary: string;
+  description: string;
+  tag: string;
+  extension?: boolean;
+  /** The path's parameters, for the document: every `{name}` of a path is declared (the route is never mounted, so never validates them). */
+  params?: Schema;
+}): RouteDefinition {
+  const { params, ...rest } = route;
   return {
-    ...route,
+    ...rest,
     refused: true,
     tenant: false,
     database: false,
     auth: 'public',
     permission: 'public',
-    schemas: {},
+    schemas: params ? { params } : {},
     responses: { 405: { description: 'Not served: `Allow` names the methods the path serves.' } },
     handler: () => {
       throw new Error(`${route.operationId} is never mounted`);

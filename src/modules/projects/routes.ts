@@ -5,7 +5,7 @@ import type { Principal } from '../../auth/principal.js';
 import { forbidden, notFound } from '../../errors.js';
 import { DEFAULT_PAGE_SIZE, pageQuerySchema } from '../../http/pagination.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
-import { projectListSchema, projectMemberListSchema, projectMemberSchema, projectNameSchema, projectRoleSchema, projectSchema } from './schemas.js';
+import { projectListSchema, projectMemberBodySchema, projectMemberListSchema, projectMemberSchema, projectNameBodySchema, projectSchema } from './schemas.js';
 import type { ProjectMemberEntry, ProjectService } from './service.js';
 
 /**
@@ -87,7 +87,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       permission: ['create', 'Project'],
       summary: 'Create a project',
       description: 'Any member of the organisation; the caller becomes the project\'s owner.',
-      schemas: { body: { type: 'object', required: ['name'], properties: { name: projectNameSchema }, additionalProperties: false } },
+      schemas: { body: projectNameBodySchema },
       responses: {
         201: { description: 'The new project, the caller its owner.', schema: projectSchema },
         400: { description: '`invalid_request`: no name, or one empty or too long (naming the field); `json_too_complex`.' },
@@ -130,7 +130,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       summary: 'Rename a project',
       description: 'The project\'s owners, and the organisation\'s owners and admins.',
       forbids: true,
-      schemas: { params: projectParams, body: { type: 'object', required: ['name'], properties: { name: projectNameSchema }, additionalProperties: false } },
+      schemas: { params: projectParams, body: projectNameBodySchema },
       responses: {
         200: { description: 'The renamed project.', schema: projectSchema },
         400: { description: '`invalid_request` (naming the field), `json_too_complex`.' },
@@ -216,7 +216,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
         'The project\'s owners, and the organisation\'s owners and admins. The person must be a member of the organisation. A project that has an owner ' +
         'keeps one (409 `last_owner`). 201 when the person was added, 200 when their role was set.',
       forbids: true,
-      schemas: { params: memberParams, body: { type: 'object', required: ['role'], properties: { role: projectRoleSchema }, additionalProperties: false } },
+      schemas: { params: memberParams, body: projectMemberBodySchema },
       responses: {
         200: { description: 'The role was set (or already so).', schema: projectMemberSchema },
         201: { description: 'The person was added.', schema: projectMemberSchema },

@@ -80,6 +80,21 @@ const jwksSchema = named('JsonWebKeySet', {
     },
   },
   additionalProperties: false,
+  examples: [
+    {
+      keys: [
+        {
+          kty: 'EC',
+          crv: 'P-256',
+          x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU',
+          y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0',
+          kid: 'sk_8m3n6b9v2c5x7z1l',
+          alg: 'ES256',
+          use: 'sig',
+        },
+      ],
+    },
+  ],
 } as const);
 
 export function relayRoutes(deps: { hub: RelayHub; upgrades: RelayUpgrades; keys: SigningKeys }): RouteDefinition[] {
