@@ -94,7 +94,7 @@ export function auditLogRoutes(auditLog: AuditLogService): RouteDefinition[] {
       responses: {
         200: {
           description: 'NDJSON: rows (`AuditRow`), oldest first, then the end line (`AuditExportEnd`).',
-          lines: { mediaType: 'application/x-ndjson', schema: { oneOf: [auditRowSchema, auditExportEndSchema], description: 'A row, or the last line.' } },
+          lines: { mediaType: 'application/x-ndjson', schema: { oneOf: [auditRowSchema, auditExportEndSchema], description: 'A row, or the last line.', examples: [auditRowSchema.examples[0], auditExportEndSchema.examples[0]] } },
           headers: { 'Cache-Control': { description: '`no-store`.', schema: { type: 'string' } } },
         },
         400: { description: '`invalid_request`: `since`, `limit` or `cursor` is malformed (naming the field).' },

@@ -1,7 +1,20 @@
+import { EXAMPLE } from '../../http/examples.js';
 import { nextCursorSchema } from '../../http/pagination.js';
 import { named, timestampSchema } from '../../http/schema.js';
 
 /** The audit trail's answers (extension): a row as the list and the export show it. */
+
+const EXAMPLE_ROW = {
+  id: '1042',
+  at: '2026-11-02T09:14:27.512Z',
+  organisationId: EXAMPLE.organisationId,
+  actor: { kind: 'person', personId: EXAMPLE.personId, deviceId: null },
+  action: 'policy.published',
+  target: { number: 7 },
+  sourceAddress: '203.0.113.7',
+  userAgent: 'curl/8.5.0',
+  requestId: '5f0c8f64-3c1e-4b7a-9d52-2f4a8e9b1c33',
+} as const;
 
 export const auditRowSchema = named('AuditRow', {
   type: 'object',
@@ -33,6 +46,7 @@ export const auditRowSchema = named('AuditRow', {
     requestId: { type: ['string', 'null'], description: 'The request\'s `X-Request-Id`, as in the service log; null without a request.' },
   },
   additionalProperties: false,
+  examples: [EXAMPLE_ROW],
 } as const);
 
 export const auditPageSchema = {
@@ -41,6 +55,7 @@ export const auditPageSchema = {
   required: ['entries', 'nextCursor'],
   properties: { entries: { type: 'array', items: auditRowSchema, description: 'A page of audit rows.' }, nextCursor: nextCursorSchema },
   additionalProperties: false,
+  examples: [{ entries: [EXAMPLE_ROW], nextCursor: null }],
 } as const;
 
 /** The last line of an export: where the next export resumes. */
@@ -54,6 +69,7 @@ export const auditExportEndSchema = named('AuditExportEnd', {
     more: { type: 'boolean', description: 'True when the export stopped at its `limit` with rows left.' },
   },
   additionalProperties: false,
+  examples: [{ end: true, cursor: 'ZToxMDQy', more: false }],
 } as const);
 
 const idValue = { type: 'string', minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_.:@+-]+$' } as const;
