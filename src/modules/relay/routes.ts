@@ -131,7 +131,7 @@ export function relayRoutes(deps: { hub: RelayHub; upgrades: RelayUpgrades; keys
         deps.hub.accept(req, upgrade.socket, upgrade.head, {
           deviceId: principal.deviceId!,
           organisationId: principal.organisationId,
-          personId: principal.personId!,
+          personId: principal.personId,
           deviceKind: principal.deviceKind ?? 'node',
           accessToken: credential!.token,
         });
