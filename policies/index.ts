@@ -10,13 +10,14 @@ import { memberRules } from './member.js';
 import { invitationRules } from './invitation.js';
 import { projectMemberRules } from './project-member.js';
 import { cloudAgentRules } from './cloud-agent.js';
+import { auditLogRules } from './audit-log.js';
 import type { Actor, AppAbility } from './subjects.js';
 
 export type { Action, Actor, AppAbility, SubjectRecords, SubjectType, Subjects } from './subjects.js';
 export { authorize, permits, record } from './authorize.js';
 
 /** Every subject's rules, in one list; a new subject adds its file here. */
-const RULES = [organisationRules, teamRules, memberRules, invitationRules, projectRules, projectMemberRules, deviceRules, policyRules, activityRules, pictureRules, cloudAgentRules];
+const RULES = [organisationRules, teamRules, memberRules, invitationRules, projectRules, projectMemberRules, deviceRules, policyRules, activityRules, pictureRules, cloudAgentRules, auditLogRules];
 
 const abilities = new Map<string, AppAbility>();
 

@@ -88,6 +88,7 @@ export interface SubjectRecords {
   Activity: InOrganisation;
   Picture: PictureSubject;
   CloudAgentRun: CloudAgentRunSubject;
+  AuditLog: InOrganisation;
 }
 
 /** The subject types the rules speak of. */

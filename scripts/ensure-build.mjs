@@ -21,7 +21,7 @@ const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
 const SOURCE_DIRS = ['src', 'adapters', 'policies'];
 const SOURCE_FILES = ['ormconfig.ts', 'tsconfig.json', 'tsconfig.build.json'];
 /** Entry points the scripts run; tsc's incremental check does not notice a deleted output. */
-const ENTRY_POINTS = ['dist/src/main.js', 'dist/src/cli/main.js', 'dist/src/cli/abilities.js'];
+const ENTRY_POINTS = ['dist/src/main.js', 'dist/src/cli/main.js', 'dist/src/cli/abilities.js', 'dist/src/cli/openapi.js'];
 
 /** The newest source change: a .ts file written, or a directory whose entries changed (a file deleted or renamed). */
 function newestSource(path, newest = { time: 0, path: '' }) {

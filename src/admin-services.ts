@@ -10,6 +10,10 @@ import { OrganisationService } from './modules/organisation/service.js';
 import { PolicyService, type LatestNumbersCache } from './modules/policy/service.js';
 import { ProjectService } from './modules/projects/service.js';
 import type { Clock } from './util/clock.js';
+import type { AuditTrail } from './audit.js';
+import { AuditLogService } from './modules/audit-log/service.js';
+import { AuditLogStore } from './modules/audit-log/store.js';
+import { DatabaseAuditTrail } from './modules/audit-log/trail.js';
 
 /** The services an administrator's changes go through, from the API (src/app.ts) and the command line (src/cli/context.ts). */
 export interface AdminServices {
@@ -24,6 +28,10 @@ export interface AdminServices {
   deviceTokens: DeviceTokenService;
   joinKeys: JoinKeyService;
   deviceCodes: DeviceCodeService;
+  /** Where every administrative change leaves its row, in the change's transaction. */
+  trail: AuditTrail;
+  /** Reads the stored audit trail (`GET /platform/v1/audit-log`, `platform audit`). */
+  auditLog: AuditLogService;
 }
 
 /**
@@ -37,21 +45,27 @@ export function buildAdminServices(deps: {
   logger: Logger;
   /** The service's cache of the newest policy publish numbers; the command line reads them every time. */
   policyLatestNumbers?: LatestNumbersCache;
+  /** Replaces the stored trail (the bench measures a publish without it). */
+  auditTrail?: AuditTrail | undefined;
 }): AdminServices {
   const { config, dataSource, clock, logger } = deps;
-  const organisations = new OrganisationService(dataSource, clock);
-  const projects = new ProjectService(dataSource, clock);
-  const devices = createDevicesModule({ dataSource, clock, organisations }, config.devices);
+  const auditStore = new AuditLogStore(dataSource);
+  const trail = deps.auditTrail ?? new DatabaseAuditTrail(auditStore, clock);
+  const organisations = new OrganisationService(dataSource, clock, trail);
+  const projects = new ProjectService(dataSource, clock, trail);
+  const devices = createDevicesModule({ dataSource, clock, organisations, trail }, config.devices);
   return {
     config,
     logger,
     clock,
     organisations,
     projects,
-    policies: new PolicyService(dataSource, clock, logger, projects, config.json, deps.policyLatestNumbers ? { latestNumbers: deps.policyLatestNumbers } : {}),
+    policies: new PolicyService(dataSource, clock, logger, projects, config.json, { trail, ...(deps.policyLatestNumbers ? { latestNumbers: deps.policyLatestNumbers } : {}) }),
     devices: devices.store,
     deviceTokens: devices.tokens,
     joinKeys: devices.joinKeys,
     deviceCodes: devices.deviceCodes,
+    trail,
+    auditLog: new AuditLogService(auditStore, clock),
   };
 }

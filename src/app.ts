@@ -22,9 +22,9 @@ import { OrganisationSignIn } from './web/device-approval/page-sign-in.js';
 import type { TokenResolver } from './auth/resolver.js';
 import type { Config } from './config.js';
 import { errorHandler, hoistedHeaders, inSequence, notFoundHandler, requestEdge } from './http/edge.js';
-import { schemaNotMigrated } from './errors.js';
+import { ApiError, schemaNotMigrated } from './errors.js';
 import { SchemaState } from './db/schema-state.js';
-import { buildOpenApi } from './http/openapi.js';
+import { API_VERSION, buildOpenApi } from './http/openapi.js';
 import { originEdge, serviceOrigin } from './http/origin.js';
 import { defineRoute, RouteRegistry, type DeploymentProfile } from './http/route.js';
 import { tenancy } from './http/tenancy.js';
@@ -75,6 +75,8 @@ import { CloudAgentService } from './modules/cloud-agents/service.js';
 import { cloudAgentRoutes } from './modules/cloud-agents/routes.js';
 import { mcpRoutes } from './modules/cloud-agents/mcp.js';
 import { RelayHub } from './modules/relay/channel.js';
+import { HELLO_MAX_PROJECTS, type PolicyPushPorts } from './modules/relay/policy-push.js';
+import { projectsWithRole } from '../policies/project-membership.js';
 import { relayRoutes, RelayUpgrades } from './modules/relay/routes.js';
 import { DatabaseSigningKeyStore, MemorySigningKeyStore, SigningKeys } from './modules/relay/signing-keys.js';
 import { MemoryRelayRouting } from '../adapters/state/memory-relay-routing.js';
@@ -82,6 +84,9 @@ import { Metrics } from './metrics.js';
 import { corsEdge } from './http/cors.js';
 import { RedisRelayRouting } from '../adapters/state/redis-relay-routing.js';
 import { SWEEP_KINDS } from './sweeper/kinds.js';
+import type { AuditTrail } from './audit.js';
+import { auditLogRoutes } from './modules/audit-log/routes.js';
+import type { AuditLogService } from './modules/audit-log/service.js';
 import { Sweeper } from './sweeper/sweeper.js';
 
 export interface AppDependencies {
@@ -92,6 +97,8 @@ export interface AppDependencies {
   redis?: Redis | undefined;
   /** A check `POST /auth/v1/email/start` asks before it mails (a CAPTCHA the deployment wires); default: the built-in proof of work when AUTH_EMAIL_PROOF_OF_WORK_BITS is set, else none. */
   emailStartCheck?: EmailStartCheck | undefined;
+  /** Replaces the stored audit trail (the bench measures a publish without it); default: rows in `audit_log`. */
+  auditTrail?: AuditTrail | undefined;
 }
 
 export interface Platform {
@@ -114,6 +121,7 @@ export interface Platform {
     cloudAgents: CloudAgentService;
     signingKeys: SigningKeys;
     relay: RelayHub;
+    auditLog: AuditLogService;
   };
   /** The HTTP server's `upgrade` listener: WebSocket upgrades (the control channel) go through the app. */
   upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
@@ -137,12 +145,13 @@ export function buildApp(deps: AppDependencies): Platform {
   // any revocation or publish (src/auth/revocations.ts).
   const revocations = new AuthRevocations(dataSource, clock, deps.redis);
   const policyNumbersCache = new AuthCache<LatestNumbers>('policyLatestNumbers', config.authCache, clock, revocations);
-  const { organisations, deviceTokens, devices: deviceStore, joinKeys, deviceCodes, projects, policies } = buildAdminServices({
+  const { organisations, deviceTokens, devices: deviceStore, joinKeys, deviceCodes, projects, policies, trail, auditLog } = buildAdminServices({
     config,
     dataSource,
     clock,
     logger,
     policyLatestNumbers: policyNumbersCache,
+    auditTrail: deps.auditTrail,
   });
   const verifier = new OrganisationOidcVerifier({ clock, ...config.oidc });
   const replay = deps.redis ? new RedisReplayCache(deps.redis, clock) : new MemoryReplayCache(clock);
@@ -153,6 +162,7 @@ export function buildApp(deps: AppDependencies): Platform {
     logger,
     projects,
     policies,
+    trail,
     credentialMaxTtlSeconds: config.cloudAgents.credentialMaxTtlSeconds,
   });
   const deviceCache = new AuthCache<CachedDevice>('deviceTokens', config.authCache, clock, revocations);
@@ -175,12 +185,42 @@ export function buildApp(deps: AppDependencies): Platform {
   const routing = deps.redis
     ? new RedisRelayRouting(deps.redis, { presenceTtlMs: config.relay.heartbeatMs * 3, logger })
     : new MemoryRelayRouting();
+  // Policy pushed over the control channel (docs/api/policy-push.md): which scopes apply to a
+  // device, by the one project-membership rule; a node belongs to no project (policies/policy.ts).
+  const absentAs404 = <T>(read: Promise<T>): Promise<T | undefined> =>
+    read.catch((error: unknown) => {
+      if (error instanceof ApiError && error.status === 404) return undefined;
+      throw error;
+    });
+  const policyPush: PolicyPushPorts = {
+    hello: async ({ organisationId, personId, deviceKind }) => {
+      const organisation = await policies.current(organisationId);
+      const projectRoles = deviceKind === 'workbench' ? await projects.rolesOf(organisationId, personId) : new Map();
+      const ids = projectsWithRole({ kind: 'device', organisationId, personId, role: undefined, deviceKind, projectRoles }).sort().slice(0, HELLO_MAX_PROJECTS);
+      const found = [];
+      // One after another: a reconnecting fleet must not take the whole pool at once.
+      for (const projectId of ids) {
+        const current = await absentAs404(policies.current(organisationId, projectId));
+        if (current) found.push({ projectId, ...current });
+      }
+      return { organisation, projects: found };
+    },
+    members: async (organisationId, projectId) => {
+      const members = await absentAs404(projects.members(organisationId, projectId));
+      return members && new Set(members.map((member) => member.personId));
+    },
+    // Another replica's or the command line's publish may reach this replica here first.
+    forget: () => revocations.drop(),
+  };
   const relay = new RelayHub(routing, {
     heartbeatMs: config.relay.heartbeatMs,
     callTimeoutMs: config.relay.callTimeoutMs,
     logger,
     stillValid: async (owner) => (await deviceTokens.resolveAccessToken(owner.accessToken))?.device.id === owner.deviceId,
+    policy: policyPush,
   });
+  // After a publish or restore has committed (PolicyService tells its listeners only then).
+  policies.onPublished((change) => relay.publishPolicyChange(change));
   const upgrades = new RelayUpgrades();
   const cacheSizes = () => ({
     deviceTokens: deviceCache.size,
@@ -215,7 +255,7 @@ export function buildApp(deps: AppDependencies): Platform {
   // Sign-in builds absolute URLs where no request is at hand: from PLATFORM_BASE_URL alone.
   const ownOrigin = serviceOrigin(config.baseUrl);
   const signInModule = createSignInModule(
-    { dataSource, clock, logger, mailer, organisations },
+    { dataSource, clock, logger, mailer, organisations, trail },
     {
       config: signInSettings,
       origin: ownOrigin,
@@ -267,6 +307,7 @@ export function buildApp(deps: AppDependencies): Platform {
   const registry = new RouteRegistry();
   registry.add(...healthRoutes(probes, { checked: (usable) => metrics.readinessChecked(usable) }), ...discoveryRoutes({ deployment: config.deployment }), ...organisationRoutes());
   registry.add(...projectRoutes(projects, logger));
+  registry.add(...auditLogRoutes(auditLog));
   registry.add(...policyRoutes(policies, config.policy));
   registry.add(...ingestRoutes(new IngestService(dataSource, clock, policies, config.ingest.redactionBudgetMs, (received, stored) => metrics.ingested(received, stored)), new IngestReader(dataSource, { maxDepth: config.json.maxDepth, maxKeys: config.ingest.maxJsonKeys, maxStringLength: config.ingest.maxStringLength }), config.ingest));
   // Pictures' SVG is checked on threads of its own, off the event loop (ended by `stop`).
@@ -274,13 +315,14 @@ export function buildApp(deps: AppDependencies): Platform {
   registry.add(...pictureRoutes(new PictureService(dataSource, clock, svgChecks), projects));
   registry.add(...devicesRoutes({ store: deviceStore, tokens: deviceTokens, joinKeys, deviceCodes }, { dpop, deployment: config.deployment }));
   registry.add(...signInModule.routes);
-  registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger, new SignInStore(dataSource)), signIn.accounts));
+  registry.add(...accountRoutes(new AccountService(dataSource, organisations, sessions, logger, new SignInStore(dataSource), trail), signIn.accounts));
     const teams = new TeamService(dataSource, clock, {
     config: config.teams,
     mailer,
     logger,
     organisations: new OrganisationStore(dataSource),
     signInMethods: new SignInStore(dataSource),
+    trail,
   });
   registry.add(...teamRoutes(teams, teamRateLimits(config.teams, signInSettings.rateLimitPerMinute)));
   registry.add(...cloudAgentRoutes(cloudAgents));
@@ -301,13 +343,14 @@ export function buildApp(deps: AppDependencies): Platform {
       operationId: 'getOpenApiDocument',
       permission: 'public',
       summary: 'This API described as OpenAPI 3.1.0',
+      description: "This deployment's document: only the operations it serves, the token kinds and error codes they accept and answer here, and an example for every request body and success answer.",
       tag: 'Discovery',
       extension: true,
       tenant: false,
       auth: 'public',
       database: false,
       schemas: {},
-      responses: { 200: { description: 'The OpenAPI document.', schema: { type: 'object', description: 'OpenAPI 3.1.0 document.' } } },
+      responses: { 200: { description: 'The OpenAPI document.', schema: { type: 'object', description: 'OpenAPI 3.1.0 document.', examples: [{ openapi: '3.1.0', info: { title: 'Platform API', version: API_VERSION }, paths: { '/healthz': { get: { operationId: 'getLiveness' } } } }] } } },
       handler: () => ({ status: 200, body: openapi, headers: { 'Cache-Control': 'public, max-age=300' } }),
     }),
   );
@@ -408,7 +451,7 @@ export function buildApp(deps: AppDependencies): Platform {
     registry,
     profile,
     openapi,
-    services: { organisations, verifier, dpop, deviceTokens, projects, policies, signIn, sessions, mailer, teams, cloudAgents, signingKeys, relay },
+    services: { organisations, verifier, dpop, deviceTokens, projects, policies, signIn, sessions, mailer, teams, cloudAgents, signingKeys, relay, auditLog },
     upgrade: upgrades.handle,
     start: async () => {
       // On a schema still to be migrated the keys are made at their first use, once it is. (Read

@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
+import type { EntityManager } from 'typeorm';
 import type { Principal } from './auth/principal.js';
+import type { RequestFacts } from './util/request-scope.js';
 
 /**
  * Administrative changes leave one `info` line each, naming who did what in which organisation,
@@ -26,6 +28,24 @@ export type AuditAction =
   | 'organisation.configured'
   | 'project.created'
   | 'project.role_changed'
+  | 'project.renamed'
+  | 'project.deleted'
+  | 'project.member_added'
+  | 'project.member_role_set'
+  | 'project.member_removed'
+  | 'project.member_left'
+  | 'person.added'
+  | 'person.left'
+  | 'invitation.created'
+  | 'invitation.withdrawn'
+  | 'invitation.accepted'
+  | 'team.created'
+  | 'organisation.renamed'
+  | 'sign_in_method.added'
+  | 'sign_in_method.removed'
+  | 'account.deleted'
+  | 'cloud_agent_run.registered'
+  | 'cloud_agent_run.ended'
   | (string & {});
 
 export interface AuditActor {
@@ -54,3 +74,16 @@ export const CLI_ACTOR: AuditActor = { kind: 'cli' };
 export function audit(logger: Logger, entry: AuditEntry): void {
   logger.info({ audit: entry }, `audit ${entry.action}`);
 }
+
+/**
+ * The stored audit trail (docs/api/audit-trail.md): one row per administrative change, written
+ * with the transaction's own manager, so a change that rolls back leaves no row. Services receive
+ * it from the composition root (src/app.ts, src/admin-services.ts); the row's request facts come
+ * from the request scope unless given. The log line (`audit` above) is written as before.
+ */
+export interface AuditTrail {
+  record(manager: EntityManager, entry: AuditEntry, request?: RequestFacts): Promise<void>;
+}
+
+/** A trail that keeps nothing (the bench's baseline, unit tests). */
+export const NO_AUDIT_TRAIL: AuditTrail = { record: async () => undefined };

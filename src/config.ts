@@ -93,6 +93,7 @@ const PROVIDER_VARIABLES = {
 } as const satisfies Record<IdentityProviderId, { kind: ProviderConfig['kind']; clientId: VariableName; clientSecret: VariableName; endpoints: Record<string, VariableName> }>;
 
 const RETENTION_VARIABLES = [
+  'AUDIT_RETENTION_DAYS',
   'RETENTION_INGEST_EVENTS_DAYS',
   'RETENTION_INGEST_USAGE_DAYS',
   'RETENTION_INGEST_AUDIT_DAYS',
@@ -361,18 +362,18 @@ export function loadConfig(env: Env = process.env): Config {
   return shape(values as Values);
 }
 
-/** One environment variable `loadConfig` reads, for the README's table and the Helm chart. */
+/** One environment variable `loadConfig` reads, for the configuration table (docs/operations/configuration.md) and the Helm chart. */
 export interface ConfigVariable {
   name: string;
   /** Holds a credential or a key: the Helm chart keeps it in a Secret, never in a ConfigMap. */
   secret: boolean;
-  /** The value that applies when the variable is unset, as the README's table writes it; none: undefined. */
+  /** The value that applies when the variable is unset, as the configuration table writes it; none: undefined. */
   default: string | undefined;
-  /** What it means (Markdown), for the README's table. */
+  /** What it means (Markdown), for the configuration table. */
   description: string;
-  /** README: said of the default (after it in parentheses; without one, instead of "none"). */
+  /** The table: said of the default (after it in parentheses; without one, instead of "none"). */
   defaultNote: string | undefined;
-  /** README: the values it takes, where its type bounds them. */
+  /** The table: the values it takes, where its type bounds them. */
   values: string | undefined;
   /** The chart's JSON Schema of its value (values.schema.json). */
   json: Record<string, unknown>;
@@ -380,7 +381,7 @@ export interface ConfigVariable {
 
 /**
  * Every variable `loadConfig` reads, from the declarations (src/config/variables.ts), in their
- * order. test/deploy/config-variables.test.ts generates the README's table and the chart's
+ * order. test/deploy/config-variables.test.ts generates the configuration table (docs/operations/configuration.md) and the chart's
  * values.schema.json env sections from it, and checks the chart's values.yaml against it.
  */
 export const CONFIG_VARIABLES: readonly ConfigVariable[] = NAMES.map((name) => {

@@ -2,7 +2,7 @@
  * Every error code the API answers, with what it means. Routes name the codes they answer
  * (`errors` in their declaration, by status); the edge's own refusals are added to every route
  * they can reach (`errorCodesOf` in route.ts). A route may only name codes listed here, the
- * OpenAPI document lists them per operation and status, the README's table is checked against
+ * OpenAPI document lists them per operation and status, the table of docs/api/errors.md is checked against
  * this list, and the suite fails when a declared code is never answered by some test.
  */
 export const ERROR_CODES = {

@@ -113,7 +113,7 @@ export class Metrics {
     for (const kind of MAIL_KINDS) this.mails.inc({ kind }, 0);
     this.sweptRows = new Counter({
       name: 'platform_sweeper_rows_deleted_total',
-      help: 'Rows the sweeper of this replica deleted, by kind (README "What the sweeper deletes"); run_credentials counts credential hashes cleared.',
+      help: 'Rows the sweeper of this replica deleted, by kind (docs/operations/retention.md, "Retention and the sweeper"); run_credentials counts credential hashes cleared.',
       labelNames: ['kind'],
       registers,
     });

@@ -17,4 +17,6 @@ export class MemoryRelayRouting implements RelayRouting {
   async forward(): Promise<RelayOutcome> {
     return NOT_CONNECTED;
   }
+  /** No other replica: the hub has told its own sockets already. */
+  async broadcast(): Promise<void> {}
 }

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import {
   NOT_CONNECTED,
   type LocalDelivery,
+  type PolicyChange,
   type RelayCallParams,
   type RelayOutcome,
   type RelayRouting,
@@ -21,6 +22,9 @@ import {
  *   caller's channel; the holder sends it on the socket and publishes the outcome back. The
  *   caller's own timer decides the timeout. A holder that is gone (nobody subscribed) is known at
  *   once: the publish reaches no one.
+ * - Policy changes (docs/api/policy-push.md): every replica also subscribes to `<prefix>policy`.
+ *   The replica where a publish committed tells its own sockets at once and publishes the change
+ *   there (scope, number, revision: never the document); every other replica tells its own.
  * Messages are JSON; everything that travels is what the socket would carry anyway (the MCP
  * message and its signed assertion). Redis is trusted infrastructure here as for rate limits and
  * the replay cache; the assertion's signature is what the workbench relies on.
@@ -34,7 +38,20 @@ function reasonOf(error: unknown): string {
 type Wire =
   | { t: 'call'; id: string; from: string; deviceId: string; params: RelayCallParams; timeoutMs: number }
   | { t: 'answer'; id: string; outcome: RelayOutcome }
-  | { t: 'evict'; deviceId: string; connectionId: string };
+  | { t: 'evict'; deviceId: string; connectionId: string }
+  | { t: 'policy'; from: string; change: PolicyChange };
+
+const policyChannel = (prefix: string) => `${prefix}policy`;
+
+/**
+ * Tells every replica's sockets of a policy change (docs/api/policy-push.md): what a replica's
+ * routing does for its own publishes, and the command line for its own (it holds no sockets).
+ * `from` is the sender, whose own copy its routing ignores.
+ */
+export async function publishPolicyChange(redis: Redis, change: PolicyChange, from: string, prefix = 'platform:relay:'): Promise<void> {
+  const message: Wire = { t: 'policy', from, change };
+  await redis.publish(policyChannel(prefix), JSON.stringify(message));
+}
 
 /** Swap in the new holder, answering the previous one. */
 const CLAIM = `local old = redis.call('GET', KEYS[1])
@@ -99,6 +116,10 @@ export class RedisRelayRouting implements RelayRouting {
     return `${this.prefix}replica:${replicaId}`;
   }
 
+  private policyChannel(): string {
+    return policyChannel(this.prefix);
+  }
+
   private presenceKey(deviceId: string): string {
     return `${this.prefix}presence:${deviceId}`;
   }
@@ -114,7 +135,7 @@ export class RedisRelayRouting implements RelayRouting {
     // Queued until Redis answers: a replica started while Redis is away subscribes when it comes
     // back, and readiness says `relay: not subscribed` until then. Start-up waits for it only
     // while Redis answers (a moment), never for Redis to come back.
-    const subscribed = this.subscriber.subscribe(this.channel(this.replicaId)).then(
+    const subscribed = this.subscriber.subscribe(this.channel(this.replicaId), this.policyChannel()).then(
       () => {
         this.subscribed = true;
       },
@@ -178,6 +199,10 @@ export class RedisRelayRouting implements RelayRouting {
     });
   }
 
+  async broadcast(change: PolicyChange): Promise<void> {
+    await publishPolicyChange(this.commands, change, this.replicaId, this.prefix);
+  }
+
   private publish(replicaId: string, message: Wire): Promise<number> {
     return this.commands.publish(this.channel(replicaId), JSON.stringify(message));
   }
@@ -191,6 +216,9 @@ export class RedisRelayRouting implements RelayRouting {
     }
     if (message.t === 'answer') {
       this.pending.get(message.id)?.(message.outcome);
+    } else if (message.t === 'policy') {
+      // This replica's own publish reached its sockets before it was sent.
+      if (message.from !== this.replicaId) this.local?.policyChanged(message.change);
     } else if (message.t === 'evict') {
       this.local?.evict(message.deviceId, message.connectionId);
     } else if (message.t === 'call' && this.local) {

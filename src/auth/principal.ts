@@ -16,8 +16,12 @@ export const PROJECT_ROLES: readonly ProjectRole[] = ['owner', 'contributor', 'v
 export interface Principal {
   kind: TokenKind;
   organisationId: string;
-  /** The person behind the request: the signer of a person token, the approver of a device. */
-  personId: string | undefined;
+  /**
+   * The person behind the request, whatever the token kind: the signer of a person token, the
+   * person of a Cloud session, the approver of a device (a device row always names one), the person
+   * of a run credential's run. Every resolver sets it, so a handler never asserts it.
+   */
+  personId: string;
   /** The person's role in the organisation, when a person stands behind the request. */
   role: OrganisationRole | undefined;
   deviceId: string | undefined;

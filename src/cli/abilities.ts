@@ -14,7 +14,7 @@ import type { RouteDefinition, RoutePermission } from '../http/route.js';
 // Every action and subject the policy types name. Adding one to policies/subjects.ts fails the
 // build here until it is listed, so the matrix always covers the whole vocabulary.
 export const ACTIONS = ['read', 'create', 'update', 'delete', 'manage-members', 'approve', 'accept', 'relay'] as const satisfies readonly Action[];
-export const SUBJECTS = ['Organisation', 'Team', 'Member', 'Invitation', 'Project', 'ProjectMember', 'Device', 'DeviceRequest', 'JoinKey', 'Policy', 'Activity', 'Picture', 'CloudAgentRun'] as const satisfies readonly SubjectType[];
+export const SUBJECTS = ['Organisation', 'Team', 'Member', 'Invitation', 'Project', 'ProjectMember', 'Device', 'DeviceRequest', 'JoinKey', 'Policy', 'Activity', 'Picture', 'CloudAgentRun', 'AuditLog'] as const satisfies readonly SubjectType[];
 const KINDS = ['person', 'cloud-session', 'device', 'run-credential'] as const satisfies readonly TokenKind[];
 type Missing<All, Listed> = [Exclude<All, Listed>] extends [never] ? true : never;
 const everyActionListed: Missing<Action, (typeof ACTIONS)[number]> = true;

@@ -7,6 +7,7 @@ import { addPerson, bootstrapOwner, listPeople, type AddedPerson } from './peopl
 import { parseRevisionNumber, policyRevisions, publishPolicy, restorePolicy, showPolicy, type PublishView } from './policy.js';
 import { deleteProject, listProjectMembers, removeProjectMember, setProjectMember } from './projects.js';
 import { table } from './table.js';
+import { actorText, AUDIT_CLI_DEFAULT_LIMIT, auditEntries, targetText } from './audit-log.js';
 
 /**
  * The commands an administrator of a self-hosted install needs without a browser: the first
@@ -304,5 +305,23 @@ export function registerProjectAdminCommands(project: Command, context: CliConte
     .action(async (options: { org: string; project: string; person: string }) => {
       const removed = await removeProjectMember(await context.services(), options.org, options.project, options.person);
       context.print(`${removed.personId} was removed from project ${removed.projectId}.`);
+    });
+}
+
+export function registerAuditCommand(program: Command, context: CliContext): void {
+  program
+    .command('audit')
+    .description('the stored audit trail, newest first: every administrative change (docs/api/audit-trail.md)')
+    .option('--org <org>', `${ORG_HELP} (default: every organisation)`)
+    .option('--since <when>', 'from this time (RFC 3339) or this long ago (90m, 24h, 7d)')
+    .option('--action <action>', 'only this action, such as policy.published')
+    .option('--limit <n>', `at most this many rows (default ${AUDIT_CLI_DEFAULT_LIMIT})`, (value) => Number(value))
+    .option('--json', 'print JSON')
+    .action(async (options: { org?: string; since?: string; action?: string; limit?: number; json?: boolean }) => {
+      const entries = await auditEntries(await context.services(), options);
+      if (options.json) return context.printJson(entries);
+      if (!entries.length) return context.print('No audit entries.');
+      const rows = entries.map((entry) => [entry.at, ...(options.org ? [] : [entry.organisationId]), entry.action, actorText(entry.actor), targetText(entry.target)]);
+      for (const line of table(['TIME', ...(options.org ? [] : ['ORGANISATION']), 'ACTION', 'ACTOR', 'TARGET'], rows)) context.print(line);
     });
 }

@@ -4,6 +4,9 @@ import { parseEnv } from 'node:util';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { buildAdminServices, type AdminServices } from '../admin-services.js';
+import { publishPolicyChange } from '../../adapters/state/redis-relay-routing.js';
+import { Redis } from 'ioredis';
+import type { PublishedChange } from '../modules/policy/service.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { createDataSource } from '../db/data-source.js';
 import { createLogger } from '../logger.js';
@@ -24,7 +27,7 @@ export interface CliDependencies {
   dataSource?: DataSource;
 }
 
-/** Exit codes of `platform` (README "Administering from the command line"). */
+/** Exit codes of `platform` (docs/operations/administering.md "Administering from the command line"). */
 export const EXIT_OK = 0;
 /** Something unexpected failed (a bug, or an error no rule names): the stack is printed. */
 export const EXIT_FAILED = 1;
@@ -230,10 +233,32 @@ export class CliContext {
     const { config, clock, logger } = this;
     // Wired as the service wires them (src/admin-services.ts): the command line keeps the API's rules.
     this.built = buildAdminServices({ config, dataSource, clock, logger });
+    // With REDIS_URL, a publish or restore made here reaches the workbenches' control channels
+    // as one made through the API does (docs/api/policy-push.md); close() waits for it.
+    const redisUrl = config.redisUrl;
+    if (redisUrl) this.built.policies.onPublished((change) => this.pushes.push(this.push(redisUrl, change)));
     return this.built;
   }
 
+  private readonly pushes: Promise<void>[] = [];
+
+  /** Publishes the change on Redis for the replicas to tell their sockets; a failure is a warning: polling brings it all the same. */
+  private async push(url: string, change: PublishedChange): Promise<void> {
+    // One attempt, no reconnecting: the command line does not wait for Redis to come back.
+    const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2_000, enableOfflineQueue: false, retryStrategy: () => null });
+    redis.on('error', () => undefined);
+    try {
+      await redis.connect();
+      await publishPolicyChange(redis, change, 'command-line');
+    } catch (error) {
+      this.warn(`the connected workbenches were not told of revision ${change.number} (Redis: ${(error instanceof Error ? error.message : String(error)).split('\n')[0]}); they read it at their next poll`);
+    } finally {
+      redis.disconnect();
+    }
+  }
+
   async close(): Promise<void> {
+    await Promise.all(this.pushes.splice(0));
     const opened = this.opened;
     this.opened = undefined;
     if (opened?.isInitialized) await opened.destroy();

@@ -61,7 +61,7 @@ export async function revokeDevice(services: AdminServices, organisationRef: str
   const device = await services.devices.findDevice(deviceId.trim());
   if (!device || device.organisationId !== organisation.id) throw notFoundError(`no device ${deviceId} in ${organisation.id} (see \`platform device list\`)`);
   const alreadyRevoked = device.revokedAt !== null;
-  if (!alreadyRevoked) await services.deviceTokens.revokeDevice(device.id);
+  await services.deviceTokens.revokeByAdministrator(device, CLI_ACTOR);
   audit(services.logger, { action: 'device.revoked', organisationId: organisation.id, actor: CLI_ACTOR, target: { deviceId: device.id, kind: device.kind } });
   return { id: device.id, kind: device.kind, name: device.name, alreadyRevoked };
 }
@@ -105,7 +105,7 @@ export async function createJoinKey(
     description,
     expiresInSeconds: input.expiresInSeconds,
     reusable: input.reusable,
-  });
+  }, person.actor);
   audit(services.logger, {
     action: 'join_key.created',
     organisationId: organisation.id,
@@ -136,7 +136,7 @@ export async function revokeJoinKey(services: AdminServices, organisationRef: st
     throw notFoundError(`no join key ${joinKeyId} in ${organisation.id} (see \`platform join-key list\`)`);
   }
   const alreadyRevoked = record.revokedAt !== null;
-  await services.joinKeys.revoke(record);
+  await services.joinKeys.revoke(record, CLI_ACTOR);
   audit(services.logger, { action: 'join_key.revoked', organisationId: organisation.id, actor: CLI_ACTOR, target: { joinKeyId: record.id } });
   return { id: record.id, alreadyRevoked };
 }
@@ -173,8 +173,8 @@ export async function decideDeviceCode(
   const person = as === undefined ? undefined : await actingPerson(services, organisation.id, as);
   if (!person && decision === 'approve') throw usageError('approving needs --as <person>: the member recorded as the approver');
   const device = person
-    ? await services.deviceCodes.decide(userCode, { personId: person.id, organisationId: organisation.id, role: person.role }, decision)
-    : await services.deviceCodes.denyAsOperator(userCode, organisation.id);
+    ? await services.deviceCodes.decide(userCode, { personId: person.id, organisationId: organisation.id, role: person.role }, decision, person.actor)
+    : await services.deviceCodes.denyAsOperator(userCode, organisation.id, CLI_ACTOR);
   const outcome = decision === 'approve' ? 'approved' : 'denied';
   audit(services.logger, {
     action: outcome === 'approved' ? 'device.approved' : 'device.denied',

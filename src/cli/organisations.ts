@@ -171,7 +171,7 @@ export async function createOrganisation(services: AdminServices, input: CreateO
   const oidc = oidcSettingsFrom(input, undefined, config.oidc.allowHttpLoopbackIssuers);
   await refuseTakenHosts(services, hosts);
   await refuseTakenIssuer(services, oidc);
-  const organisation = await organisations.create({ name, kind, plan: input.plan, hosts, oidc });
+  const organisation = await organisations.create({ name, kind, plan: input.plan, hosts, oidc }, CLI_ACTOR);
   audit(services.logger, { action: 'organisation.created', organisationId: organisation.id, actor: CLI_ACTOR, target: { hosts: hosts.join(','), issuer: oidc?.issuer ?? null } });
   return organisationView(organisation, await organisations.hostsOf(organisation.id));
 }
@@ -215,14 +215,7 @@ export async function configureOrganisation(services: AdminServices, named: stri
   await refuseTakenHosts(services, addHosts, id);
   await refuseTakenIssuer(services, oidc, id);
 
-  const updated = await organisations.configure(id, {
-    ...(name !== undefined ? { name } : {}),
-    ...(input.plan !== undefined ? { plan: input.plan } : {}),
-    ...(oidc ? { oidc } : {}),
-    addHosts: addHosts.filter((host) => !current.includes(host)),
-    removeHosts: removeHosts.filter((host) => current.includes(host)),
-  });
-  audit(services.logger, {
+  const entry = {
     action: 'organisation.configured',
     organisationId: id,
     actor: CLI_ACTOR,
@@ -233,7 +226,19 @@ export async function configureOrganisation(services: AdminServices, named: stri
       removedHosts: removeHosts.join(','),
       issuer: oidc?.issuer ?? null,
     },
-  });
+  };
+  const updated = await organisations.configure(
+    id,
+    {
+      ...(name !== undefined ? { name } : {}),
+      ...(input.plan !== undefined ? { plan: input.plan } : {}),
+      ...(oidc ? { oidc } : {}),
+      addHosts: addHosts.filter((host) => !current.includes(host)),
+      removeHosts: removeHosts.filter((host) => current.includes(host)),
+    },
+    entry,
+  );
+  audit(services.logger, entry);
   return organisationView(updated, await organisations.hostsOf(id));
 }
 
@@ -280,7 +285,7 @@ export async function setOrganisationRole(services: AdminServices, organisationI
     throw new CliError(`--person must be an email address or a person id (usr_…), got "${who}"`, EXIT_USAGE);
   }
   const previous = await services.organisations.roleOf(organisation.id, personId);
-  const person = await services.organisations.setRole(organisation.id, personId, role);
+  const person = await services.organisations.setRole(organisation.id, personId, role, CLI_ACTOR);
   audit(services.logger, { action: 'person.role_changed', organisationId: organisation.id, actor: CLI_ACTOR, target: { personId: person.id, role, previous: previous ?? null } });
   return { organisationId: organisation.id, person: { id: person.id, name: person.name, email: person.email }, role, previous, roleClaim: organisation.oidcRoleClaim };
 }
@@ -293,7 +298,7 @@ export async function removeOrganisationMember(
 ): Promise<{ organisationId: string; person: { id: string; name: string; email: string | null } }> {
   const organisation = await requireOrganisation(services, organisationId);
   const member = await services.projects.findOrganisationMember(organisation.id, who.trim());
-  await services.organisations.removeMember(organisation.id, member.id);
+  await services.organisations.removeMember(organisation.id, member.id, CLI_ACTOR);
   audit(services.logger, { action: 'person.removed', organisationId: organisation.id, actor: CLI_ACTOR, target: { personId: member.id } });
   return { organisationId: organisation.id, person: { id: member.id, name: member.name, email: member.email } };
 }

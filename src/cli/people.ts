@@ -85,7 +85,7 @@ export async function addPerson(
   if (organisation.kind !== 'enterprise') throw refusedError(`${organisation.id} is a Cloud ${organisation.kind} organisation: people join it by invitation`);
   const existing = await membersWithAddress(services, organisation.id, email);
   if (existing.length) throw refusedError(`${existing[0]!.id} is already a member of ${organisation.id} with the address ${email}; change their role with \`platform person set-role\``);
-  const person = await services.organisations.addPerson(organisation.id, { email, name, role: input.role });
+  const person = await services.organisations.addPerson(organisation.id, { email, name, role: input.role }, CLI_ACTOR);
   audit(services.logger, { action: 'person.added', organisationId: organisation.id, actor: CLI_ACTOR, target: { personId: person.id, role: input.role } });
   return {
     organisationId: organisation.id,
@@ -119,7 +119,7 @@ export async function bootstrapOwner(
   const [member] = await membersWithAddress(services, organisation.id, email);
   if (!member) return addPerson(services, organisation.id, { email, name: input.name, role: 'owner' });
   const previous = await services.organisations.roleOf(organisation.id, member.id);
-  await services.organisations.setRole(organisation.id, member.id, 'owner');
+  await services.organisations.setRole(organisation.id, member.id, 'owner', CLI_ACTOR);
   audit(services.logger, {
     action: 'person.role_changed',
     organisationId: organisation.id,

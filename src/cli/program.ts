@@ -6,7 +6,7 @@ import { ORGANISATION_ROLES, PROJECT_ROLES, type OrganisationRole, type ProjectR
 import { ConfigError } from '../config.js';
 import { ApiError } from '../errors.js';
 import { ORGANISATION_KINDS, ORGANISATION_PLANS, type OrganisationKind, type OrganisationPlan } from '../modules/organisation/entities.js';
-import { registerDeviceCommands, registerJoinKeyCommands, registerPeopleCommands, registerPolicyCommands, registerProjectAdminCommands } from './admin-commands.js';
+import { registerAuditCommand, registerDeviceCommands, registerJoinKeyCommands, registerPeopleCommands, registerPolicyCommands, registerProjectAdminCommands } from './admin-commands.js';
 import { CliContext, CliError, EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, exitCodeOfStatus, refusedError, usageError, type CliDependencies } from './context.js';
 import { keptFor } from '../sweeper/kinds.js';
 import { Sweeper } from '../sweeper/sweeper.js';
@@ -306,6 +306,7 @@ export function buildProgram(context: CliContext, deps: Pick<CliDependencies, 's
   registerDeviceCommands(program, context);
   registerJoinKeyCommands(program, context);
   registerPolicyCommands(program, context);
+  registerAuditCommand(program, context);
   registerMigrateCommand(program, context);
   registerSweepCommand(program, context);
   registerDiscoverCommand(program, { write: (text) => deps.stdout(text) });

@@ -27,7 +27,7 @@ function projectView(project: ProjectWithMembers): ProjectView {
 
 export async function createProject(services: AdminServices, organisationId: string, input: { name: string; owner?: string | undefined }): Promise<ProjectView> {
   const organisation = await requireOrganisation(services, organisationId);
-  const project = await services.projects.create(organisation.id, input);
+  const project = await services.projects.create(organisation.id, input, CLI_ACTOR);
   audit(services.logger, { action: 'project.created', organisationId: organisation.id, actor: CLI_ACTOR, target: { projectId: project.id } });
   return projectView(project);
 }
@@ -66,7 +66,7 @@ export async function deleteProject(
 ): Promise<{ projectId: string; pictures: number; runs: number; ingest: boolean }> {
   const organisation = await requireOrganisation(services, organisationId);
   const id = projectId.trim();
-  const contents = await services.projects.delete(organisation.id, id, { force: options.force });
+  const contents = await services.projects.delete(organisation.id, id, { force: options.force }, CLI_ACTOR);
   const target = { projectId: id, pictures: contents.pictures, runs: contents.runs, ingest: contents.ingest };
   audit(services.logger, { action: 'project.deleted', organisationId: organisation.id, actor: CLI_ACTOR, target });
   return target;
@@ -111,7 +111,7 @@ export async function setProjectMember(
     const current = (await services.projects.members(organisation.id, id)).find((entry) => entry.personId === member.id);
     if (current) throw refusedError(`${member.email ?? member.id} is already ${current.role} of project ${id}; change it with \`platform project members set-role\``);
   }
-  const { person, previous } = await services.projects.setMemberRole(organisation.id, id, who, role);
+  const { person, previous } = await services.projects.setMemberRole(organisation.id, id, who, role, CLI_ACTOR);
   if (previous !== role) {
     audit(services.logger, {
       action: 'project.member_role_set',
@@ -130,7 +130,7 @@ export async function removeProjectMember(services: AdminServices, organisationI
   const trimmed = who.trim();
   // By address: among the organisation's members; by id: also someone who has left it since.
   const personId = trimmed.includes('@') ? (await services.projects.findOrganisationMember(organisation.id, trimmed)).id : trimmed;
-  await services.projects.removeMember(organisation.id, id, personId);
+  await services.projects.removeMember(organisation.id, id, personId, CLI_ACTOR);
   audit(services.logger, { action: 'project.member_removed', organisationId: organisation.id, actor: CLI_ACTOR, target: { projectId: id, personId } });
   return { projectId: id, personId };
 }

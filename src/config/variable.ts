@@ -4,7 +4,7 @@ import { z } from 'zod';
  * How one environment variable is declared (src/config/variables.ts holds them all): its type as a
  * zod schema from the variable's text to its value, its default, whether it is a secret, and what
  * it means. Everything else is derived from the declaration: the typed configuration
- * (src/config.ts), the README's configuration table and the Helm chart's values.schema.json (both
+ * (src/config.ts), the configuration table (docs/operations/configuration.md) and the Helm chart's values.schema.json (both
  * generated, test/deploy/config-variables.test.ts fails when they drift).
  *
  * A refusal's message completes "VARIABLE: …" on one line; a secret's value is never in it.
@@ -28,11 +28,11 @@ export class Refusal extends Error {
 }
 
 export interface VariableDoc {
-  /** What it does, for the README's table (Markdown, one paragraph). */
+  /** What it does, for the configuration table (Markdown, one paragraph). */
   description: string;
   /** Holds a credential or a key: the chart keeps it in a Secret, never in a ConfigMap. */
   secret?: boolean;
-  /** README: said of the default; with one, in parentheses after it ("30 days"); without, instead of "none". */
+  /** The table: said of the default; with one, in parentheses after it ("30 days"); without, instead of "none". */
   defaultNote?: string;
 }
 
@@ -44,7 +44,7 @@ export interface Variable<T = unknown> {
   readonly secret: boolean;
   readonly description: string;
   readonly defaultNote: string | undefined;
-  /** README: the values it takes, where its type bounds them ("1–3600", "`true`, `false`"). */
+  /** The table: the values it takes, where its type bounds them ("1–3600", "`true`, `false`"). */
   readonly values: string | undefined;
   /** The chart's JSON Schema of its value. */
   readonly json: JsonSchema;

@@ -22,10 +22,10 @@ import { choice, flag, integer, parsed, size, text, type JsonSchema, type Variab
 /**
  * Every environment variable the service reads, each declared once: its type and bounds, its
  * default, whether it is a secret, and what it means (src/config/variable.ts says how). The
- * typed configuration is derived from this (src/config.ts), and so are the README's
- * configuration table and the Helm chart's values.schema.json env sections (generated:
- * test/deploy/config-variables.test.ts fails when either drifts; UPDATE_README=1 and
- * UPDATE_CHART=1 rewrite them). The order here is the order of the README's table.
+ * typed configuration is derived from this (src/config.ts), and so are the
+ * configuration table of docs/operations/configuration.md and the Helm chart's values.schema.json env sections (generated:
+ * test/deploy/config-variables.test.ts fails when either drifts; UPDATE_DOCS=1 and
+ * UPDATE_CHART=1 rewrite them). The order here is the order of that table.
  *
  * Lists of words come from the code that owns them (the deployments, the organisation plans,
  * sign-in's providers and clients): the configuration depends on those modules to validate
@@ -50,7 +50,7 @@ export const VARIABLES = {
     values: 'an http(s) origin',
     json: { type: 'string', pattern: '^(|https?://[^/?#]+/?)$' },
     description:
-      "The public origin, e.g. `https://api.platform.example`: every absolute URL the service builds or checks (discovery `apiBaseUrl`, `verification_uri`, DPoP `htu`, the approval page's redirect URI) starts with it. Self-hosted without it: the request's validated host name (see [One trusted origin](#one-trusted-origin)); self-hosted with it: its host also selects the organisation.",
+      "The public origin, e.g. `https://api.platform.example`: every absolute URL the service builds or checks (discovery `apiBaseUrl`, `verification_uri`, DPoP `htu`, the approval page's redirect URI) starts with it. Self-hosted without it: the request's validated host name (see [One trusted origin](../security/trusted-origin.md#one-trusted-origin)); self-hosted with it: its host also selects the organisation.",
   }),
   PORT: integer({ default: 3000, min: 0, max: 65535, description: 'Listening port.' }),
   HOST: text({ default: '0.0.0.0', description: 'Listening address.' }),
@@ -59,14 +59,14 @@ export const VARIABLES = {
     min: 1,
     max: 3600,
     description:
-      "After SIGTERM or SIGINT, how long requests in flight may take to finish before their connections are closed (exit 1 then, 0 otherwise). Keep the chart's `terminationGracePeriodSeconds` above `preStopSleepSeconds` plus this. See [Stopping](#stopping).",
+      "After SIGTERM or SIGINT, how long requests in flight may take to finish before their connections are closed (exit 1 then, 0 otherwise). Keep the chart's `terminationGracePeriodSeconds` above `preStopSleepSeconds` plus this. See [Stopping](stopping.md#stopping).",
   }),
   MAX_CONNECTIONS: integer({
     default: 10_000,
     min: 1,
     max: 1_000_000,
     description:
-      "Open connections one process holds (every workbench's control channel is one); past it a new connection is closed as it arrives, with one warning line a minute at most. The per-address limits belong at the ingress: see [Slow and idle clients](#slow-and-idle-clients).",
+      "Open connections one process holds (every workbench's control channel is one); past it a new connection is closed as it arrives, with one warning line a minute at most. The per-address limits belong at the ingress: see [Slow and idle clients](deployments.md#slow-and-idle-clients).",
   }),
   KEEP_ALIVE_TIMEOUT_SECONDS: integer({
     default: 65,
@@ -93,7 +93,7 @@ export const VARIABLES = {
     min: 1,
     max: 64,
     description:
-      'Worker processes sharing the port (node:cluster), for one machine with several cores. Above 1 needs `REDIS_URL` (the service refuses to start otherwise, exit 2). See [Stopping](#stopping).',
+      'Worker processes sharing the port (node:cluster), for one machine with several cores. Above 1 needs `REDIS_URL` (the service refuses to start otherwise, exit 2). See [Stopping](stopping.md#stopping).',
   }),
   DATABASE_URL: parsed(database, {
     default: 'sqlite:./data/platform.sqlite',
@@ -102,7 +102,7 @@ export const VARIABLES = {
     // The chart keeps SQLite's URL itself (`database.kind: sqlite`): its secret is MySQL's or MariaDB's.
     json: { type: 'string', pattern: '^(|(mysql|mariadb)://.+/.+)$' },
     description:
-      '`sqlite:<file>` (embedded, WAL), `sqlite::memory:`, `mysql://user:password@host:3306/db` (MySQL 8.0+) or `mariadb://…` (MariaDB 10.11+): see [Supported databases](#supported-databases). Unreachable at start: the service waits for it (see [Health, readiness and start-up](#health-readiness-and-start-up)).',
+      '`sqlite:<file>` (embedded, WAL), `sqlite::memory:`, `mysql://user:password@host:3306/db` (MySQL 8.0+) or `mariadb://…` (MariaDB 10.11+): see [Supported databases](deployments.md#supported-databases). Unreachable at start: the service waits for it (see [Health, readiness and start-up](outages.md#health-readiness-and-start-up)).',
   }),
   REDIS_URL: parsed(redisUrl, {
     secret: true,
@@ -125,19 +125,19 @@ export const VARIABLES = {
     values: '16–512 visible ASCII characters',
     json: { type: 'string', pattern: '^(|[!-~]{16,512})$' },
     description:
-      'Bearer token `GET /metrics` asks for (16 to 512 visible ASCII characters, e.g. `openssl rand -base64 32`), compared in constant time; a scrape without it, or with another, is 401. Unset: `/metrics` is open to whoever reaches the port (see [Reading metrics](#reading-metrics)).',
+      'Bearer token `GET /metrics` asks for (16 to 512 visible ASCII characters, e.g. `openssl rand -base64 32`), compared in constant time; a scrape without it, or with another, is 401. Unset: `/metrics` is open to whoever reaches the port (see [Reading metrics](metrics.md#reading-metrics)).',
   }),
   CORS_ALLOWED_ORIGINS: parsed(corsAllowedOrigins, {
     values: 'comma list of origins',
     json: { type: 'string', pattern: '^$|^https?://[^,/\\s]+(, *https?://[^,/\\s]+)*$' },
     description:
-      'Comma list of exact browser origins (`https://console.example.com`; http only on a loopback address) whose pages may call the API: their requests get CORS headers and their preflights are answered. Unset: no CORS header at all (see [CORS for consoles](#cors-for-consoles)).',
+      'Comma list of exact browser origins (`https://console.example.com`; http only on a loopback address) whose pages may call the API: their requests get CORS headers and their preflights are answered. Unset: no CORS header at all (see [CORS for consoles](../api/errors.md#cors-for-consoles)).',
   }),
   JSON_MAX_DEPTH: integer({
     default: 32,
     min: 8,
     max: 256,
-    description: 'Deepest nesting of objects and arrays in a JSON body; deeper: 400 `json_too_complex` (see [JSON limits](#json-limits)).',
+    description: 'Deepest nesting of objects and arrays in a JSON body; deeper: 400 `json_too_complex` (see [JSON limits](../api/errors.md#json-limits)).',
   }),
   JSON_MAX_KEYS: integer({
     default: 10_000,
@@ -244,7 +244,7 @@ export const VARIABLES = {
     min: 1,
     max: 60_000,
     description:
-      'Milliseconds of CPU time redaction may spend on one envelope, done in slices of 10 ms that give the event loop back; more: 413 `payload_too_large` (see [Ingest](#ingest)).',
+      'Milliseconds of CPU time redaction may spend on one envelope, done in slices of 10 ms that give the event loop back; more: 413 `payload_too_large` (see [Ingest](../api/ingest.md#ingest)).',
   }),
   INGEST_RATE_LIMIT_PER_MINUTE: integer({
     default: 120,
@@ -257,7 +257,7 @@ export const VARIABLES = {
     max: 64,
     defaultNote: 'the CPUs less one, at least 1',
     description:
-      'Threads that check pictures\' SVG, off the event loop (one check at a time each, started when first needed); per worker process (`WEB_CONCURRENCY`). 0: check on the event loop, for tools and tests (a 2 MB picture then stalls the service about a second). See [Pictures](#pictures).',
+      'Threads that check pictures\' SVG, off the event loop (one check at a time each, started when first needed); per worker process (`WEB_CONCURRENCY`). 0: check on the event loop, for tools and tests (a 2 MB picture then stalls the service about a second). See [Pictures](../api/pictures.md#project-pictures).',
   }),
   SVG_CHECK_QUEUE: integer({
     default: 16,
@@ -424,13 +424,13 @@ export const VARIABLES = {
     default: 20,
     min: 1,
     max: 2400,
-    description: 'Codes mailed to one address per rolling 24 hours. See [Mail caps](#mail-caps).',
+    description: 'Codes mailed to one address per rolling 24 hours. See [Mail caps](../api/sign-in.md#mail-caps).',
   }),
   AUTH_EMAIL_CODES_PER_MINUTE: integer({
     default: 60,
     min: 1,
     max: 1_000_000,
-    description: 'Codes the whole service mails per rolling minute, to anyone (every replica together). See [Mail caps](#mail-caps).',
+    description: 'Codes the whole service mails per rolling minute, to anyone (every replica together). See [Mail caps](../api/sign-in.md#mail-caps).',
   }),
   AUTH_EMAIL_PROOF_OF_WORK_BITS: integer({
     default: 0,
@@ -438,7 +438,7 @@ export const VARIABLES = {
     max: 32,
     defaultNote: 'off',
     description:
-      'Leading zero bits of the proof of work `POST /auth/v1/email/start` asks for (the built-in check); 0 turns it off. See [Mail caps](#mail-caps).',
+      'Leading zero bits of the proof of work `POST /auth/v1/email/start` asks for (the built-in check); 0 turns it off. See [Mail caps](../api/sign-in.md#mail-caps).',
   }),
   AUTH_EMAIL_CODE_TRIES: integer({ default: 5, min: 1, max: 10, description: 'Tries per emailed code.' }),
   AUTH_LINK_TICKET_TTL_SECONDS: integer({ default: 300, min: 60, max: 3600, defaultNote: '5 minutes', description: 'Lifetime of a link ticket.' }),
@@ -478,7 +478,7 @@ export const VARIABLES = {
     values: 'an https URL with `{token}`',
     json: { type: 'string' },
     description:
-      "Cloud: the console's page for an invitation, with `{token}` once (`https://console.example.com/join#{token}`; https, or http on loopback). Unset: the link is the public preview, `<PLATFORM_BASE_URL>/cloud/v1/invitations/<token>`. See [Teams](#teams-cloud).",
+      "Cloud: the console's page for an invitation, with `{token}` once (`https://console.example.com/join#{token}`; https, or http on loopback). Unset: the link is the public preview, `<PLATFORM_BASE_URL>/cloud/v1/invitations/<token>`. See [Teams](../api/teams.md#teams-cloud).",
   }),
   CLOUD_INVITATIONS_PER_HOUR: integer({
     default: 100,
@@ -506,7 +506,7 @@ export const VARIABLES = {
   PAGE_PRODUCT_NAME: text({
     default: 'Platform',
     description:
-      "The product name the device approval page (`/device`) shows in its header and every title, so that people recognise where they approve devices. See [The approval page](#the-approval-page).",
+      "The product name the device approval page (`/device`) shows in its header and every title, so that people recognise where they approve devices. See [The approval page](../api/devices.md#the-approval-page).",
   }),
   PAGE_LOGO_URL: parsed(pageLogoUrl, {
     values: 'a `data:image/…` URL, or a path of this service (`/…`)',
@@ -524,7 +524,7 @@ export const VARIABLES = {
   SWEEPER_ENABLED: flag({
     default: true,
     description:
-      'Delete what is past its use (expired codes, tokens, sessions, tickets, invitations) and history older than its retention, every `SWEEPER_INTERVAL_SECONDS`, in one replica at a time. See [Retention and the sweeper](#retention-and-the-sweeper).',
+      'Delete what is past its use (expired codes, tokens, sessions, tickets, invitations) and history older than its retention, every `SWEEPER_INTERVAL_SECONDS`, in one replica at a time. See [Retention and the sweeper](retention.md#retention-and-the-sweeper).',
   }),
   SWEEPER_INTERVAL_SECONDS: integer({
     default: 300,
@@ -573,5 +573,11 @@ export const VARIABLES = {
     max: 36_500,
     defaultNote: 'none (kept forever)',
     description: 'The same for cloud agent run events; a run that ended (or expired) longer ago goes too, once its events are gone.',
+  }),
+  AUDIT_RETENTION_DAYS: integer({
+    default: 400,
+    min: 1,
+    max: 36_500,
+    description: 'Days a row of the audit trail (administrative changes, `GET /platform/v1/audit-log`) is kept; then the sweeper deletes it. Export it to a SIEM before then to keep it longer (docs/api/audit-trail.md).',
   }),
 } satisfies Record<string, Variable>;

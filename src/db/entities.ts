@@ -16,6 +16,7 @@ import { ingestEntities } from '../modules/ingest/entities.js';
 import { pictureEntities } from '../modules/pictures/entities.js';
 import { cloudAgentEntities } from '../modules/cloud-agents/entities.js';
 import { SigningKeyEntity } from '../modules/relay/entities.js';
+import { auditLogEntities } from '../modules/audit-log/entities.js';
 
 /** Every entity of the service; a module adds its own here. */
 export const ENTITIES = [
@@ -39,5 +40,5 @@ export const ENTITIES = [
 
 /** The entities of a dialect: the fixed list plus those whose column types differ by dialect. */
 export function entitiesFor(dialect: 'sqlite' | 'mysql') {
-  return [...ENTITIES, ...ingestEntities(dialect), ...pictureEntities(dialect), ...cloudAgentEntities(dialect)];
+  return [...ENTITIES, ...ingestEntities(dialect), ...pictureEntities(dialect), ...cloudAgentEntities(dialect), ...auditLogEntities(dialect)];
 }

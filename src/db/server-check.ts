@@ -5,7 +5,7 @@ import type { DataSource } from 'typeorm';
  * `platform migrate` before any migration runs (a migration that fails halfway leaves tables
  * behind that the next attempt trips over):
  *
- * - the server's version: MariaDB 10.11 or later, or MySQL 8.0 or later (README "Supported
+ * - the server's version: MariaDB 10.11 or later, or MySQL 8.0 or later (docs/operations/deployments.md "Supported
  *   databases");
  * - the database's default character set and collation: utf8mb4 / utf8mb4_unicode_ci. Tables
  *   made by early migrations take the database's default, and their foreign keys to the tables

@@ -154,6 +154,34 @@ function headersOf(headers: NonNullable<RouteDefinition['responses'][number]['he
   return Object.fromEntries(Object.entries(headers).map(([name, h]) => [name, { description: h.description, schema: refs(h.schema, false) }]));
 }
 
+/** Every `{name}` of a path is a declared path parameter: a route that forgets one fails the build of the document, not a client. */
+function checkPathParameters(route: RouteDefinition, parameters: readonly unknown[]): void {
+  const declared = new Set(parameters.filter((p) => (p as { in: string }).in === 'path').map((p) => (p as { name: string }).name));
+  const used = [...route.path.matchAll(/\{([\w-]+)\}/g)].map((m) => m[1]!);
+  const missing = used.filter((name) => !declared.has(name));
+  const extra = [...declared].filter((name) => !used.includes(name));
+  if (missing.length || extra.length) {
+    throw new Error(`${route.method.toUpperCase()} ${route.path} (${route.operationId}): path parameters ${missing.length ? `undeclared: ${missing.join(', ')}` : ''}${extra.length ? ` not in the path: ${extra.join(', ')}` : ''}`);
+  }
+}
+
+/** The names of the components `node` refers to, and those they refer to, transitively. */
+function referencedComponents(node: unknown, schemas: Record<string, unknown>, found = new Set<string>()): Set<string> {
+  if (Array.isArray(node)) for (const item of node) referencedComponents(item, schemas, found);
+  else if (node && typeof node === 'object') {
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$ref' && typeof value === 'string' && value.startsWith('#/components/schemas/')) {
+        const name = value.slice('#/components/schemas/'.length);
+        if (!found.has(name)) {
+          found.add(name);
+          referencedComponents(schemas[name], schemas, found);
+        }
+      } else if (key !== 'examples' && key !== 'example' && key !== 'const' && key !== 'enum' && key !== 'default') referencedComponents(value, schemas, found);
+    }
+  }
+  return found;
+}
+
 function operation(route: RouteDefinition, profile: DeploymentProfile): Record<string, unknown> {
   const parameters = [
     ...parametersOf('path', route.schemas.params),
@@ -168,11 +196,14 @@ function operation(route: RouteDefinition, profile: DeploymentProfile): Record<s
       schema: refs(header.schema, false),
     })),
   ];
+  checkPathParameters(route, parameters);
   const responses: Record<string, unknown> = {};
   for (const status of Object.keys(route.responses).map(Number).filter((s) => s < 400).sort((a, b) => a - b)) {
     const declared = route.responses[status]!;
     const answer: Record<string, unknown> = { description: declared.description };
     if (declared.schema) answer.content = { 'application/json': { schema: schemaRef(declared.schema) } };
+    // A stream of JSON lines (NDJSON): the schema of one line.
+    if (declared.lines) answer.content = { [declared.lines.mediaType]: { schema: schemaRef(declared.lines.schema) } };
     if (declared.headers) answer.headers = headersOf(declared.headers);
     responses[String(status)] = answer;
   }
@@ -230,8 +261,11 @@ export function buildOpenApi(registry: RouteRegistry, options: { profile: Deploy
     for (const kind of acceptedKinds(route, profile)) for (const scheme of SCHEMES_BY_KIND[kind]) schemes.add(scheme);
     (paths[route.path] ??= {})[route.method] = operation(route, profile);
   }
-  const schemas: Record<string, unknown> = { Error: refs(errorBodySchema, true) };
-  for (const [name, schema] of namedSchemas()) schemas[name] = refs(schema, true);
+  const all: Record<string, unknown> = { Error: refs(errorBodySchema, true) };
+  for (const [name, schema] of namedSchemas()) all[name] = refs(schema, true);
+  // Only the components this deployment's operations use (a self-hosted document names no Cloud-only schema).
+  const used = referencedComponents(paths, all);
+  const schemas = Object.fromEntries(Object.entries(all).filter(([name]) => used.has(name)));
   return {
     openapi: '3.1.0',
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',

@@ -1,4 +1,5 @@
 import type { NextFunction, Request, RequestHandler, Response, Router } from 'express';
+import { inRequestScope, type RequestFacts } from '../util/request-scope.js';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { FromSchema } from 'json-schema-to-ts';
 import { match, type MatchFunction } from 'path-to-regexp';
@@ -27,6 +28,8 @@ export interface ResponseSpec {
    * have the error body unless a schema is given (which must then carry `error`). */
   schema?: Schema;
   headers?: Record<string, { description: string; schema: Schema }>;
+  /** A stream of JSON lines instead of one JSON body: its media type and the schema each line matches (the answer checks leave it to the route's own tests). */
+  lines?: { mediaType: string; schema: Schema };
 }
 
 /** Error codes by status: `{ 404: ['not_found'], 409: ['conflict'] }`. */
@@ -220,15 +223,26 @@ function checkPermission(route: RouteDefinition): void {
 }
 
 /** A method `path` does not serve, declared so that the OpenAPI document says it answers 405. */
-export function refusedMethod(route: { method: HttpMethod; path: string; operationId: string; summary: string; description: string; tag: string; extension?: boolean }): RouteDefinition {
+export function refusedMethod(route: {
+  method: HttpMethod;
+  path: string;
+  operationId: string;
+  summary: string;
+  description: string;
+  tag: string;
+  extension?: boolean;
+  /** The path's parameters, for the document: every `{name}` of a path is declared (the route is never mounted, so never validates them). */
+  params?: Schema;
+}): RouteDefinition {
+  const { params, ...rest } = route;
   return {
-    ...route,
+    ...rest,
     refused: true,
     tenant: false,
     database: false,
     auth: 'public',
     permission: 'public',
-    schemas: {},
+    schemas: params ? { params } : {},
     responses: { 405: { description: 'Not served: `Allow` names the methods the path serves.' } },
     handler: () => {
       throw new Error(`${route.operationId} is never mounted`);
@@ -597,7 +611,8 @@ export class RouteRegistry {
         // as before) and before the handler: the caller's ability must allow the action on the
         // subject type at all. Records are the handler's to ask about (policies/authorize.ts).
         if (permission && !(input.principal && abilityOf(input.principal).can(permission[0], permission[1]))) throw forbidden();
-        const reply = await route.handler(input);
+        // The request's facts an audit row keeps (src/util/request-scope.ts), for whatever the handler changes.
+        const reply = await inRequestScope(requestFacts(req), () => route.handler(input));
         if (!reply || res.headersSent) return;
         if (reply.headers) res.set(reply.headers);
         if (reply.serialised !== undefined) sendSerialisedJson(res, reply.status, reply.serialised);
@@ -634,4 +649,10 @@ export function answerSchema(
 
 export function isApiError(error: unknown): error is ApiError {
   return error instanceof ApiError;
+}
+
+/** What an audit row keeps of a request: its id, the address the trusted proxy settings give, its user agent. */
+export function requestFacts(req: Request): RequestFacts {
+  const agent = req.headers['user-agent'];
+  return { requestId: req.context.requestId, sourceAddress: req.ip ?? null, userAgent: typeof agent === 'string' && agent.length > 0 ? agent : null };
 }

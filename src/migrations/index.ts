@@ -33,9 +33,11 @@ import { Retention1763910001000 as SqliteRetention } from './sqlite/176391000100
 import { Retention1763910001000 as MysqlRetention } from './mysql/1763910001000-retention.js';
 import { MailCaps1763920000000 as SqliteMailCaps } from './sqlite/1763920000000-mail-caps.js';
 import { MailCaps1763920000000 as MysqlMailCaps } from './mysql/1763920000000-mail-caps.js';
+import { AuditLog1763930000000 as SqliteAuditLog } from './sqlite/1763930000000-audit-log.js';
+import { AuditLog1763930000000 as MysqlAuditLog } from './mysql/1763930000000-audit-log.js';
 
 type MigrationClass = new () => MigrationInterface;
 
 /** Migrations per dialect, in order. Listed by hand so they load the same in ESM, tests and builds. */
-export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation, SqliteDevices, SqlitePolicy, SqliteWebSessions, SqliteIngest, SqliteMembershipRemoval, SqliteCloudSignIn, SqlitePictures, SqliteCloudAgents, SqliteTeams, SqliteAuthRevocations, SqliteSignInBinding, SqliteRetention, SqliteMailCaps];
-export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices, MysqlPolicy, MysqlWebSessions, MysqlIngest, MysqlMembershipRemoval, MysqlExactIdentities, MysqlCloudSignIn, MysqlPictures, MysqlCloudAgents, MysqlTeams, MysqlAuthRevocations, MysqlSignInBinding, MysqlTableCharacterSets, MysqlRetention, MysqlMailCaps];
+export const SQLITE_MIGRATIONS: MigrationClass[] = [SqliteFoundation, SqliteDevices, SqlitePolicy, SqliteWebSessions, SqliteIngest, SqliteMembershipRemoval, SqliteCloudSignIn, SqlitePictures, SqliteCloudAgents, SqliteTeams, SqliteAuthRevocations, SqliteSignInBinding, SqliteRetention, SqliteMailCaps, SqliteAuditLog];
+export const MYSQL_MIGRATIONS: MigrationClass[] = [MysqlFoundation, MysqlDevices, MysqlPolicy, MysqlWebSessions, MysqlIngest, MysqlMembershipRemoval, MysqlExactIdentities, MysqlCloudSignIn, MysqlPictures, MysqlCloudAgents, MysqlTeams, MysqlAuthRevocations, MysqlSignInBinding, MysqlTableCharacterSets, MysqlRetention, MysqlMailCaps, MysqlAuditLog];

@@ -4,7 +4,7 @@
  * there through Redis (adapters/state/redis-relay-routing.ts).
  */
 
-/** The parameters of a `cloudMcp.call` (README "The workbench control channel"). */
+/** The parameters of a `cloudMcp.call` (docs/api/agents.md "The workbench control channel"). */
 export interface RelayCallParams {
   runId: string;
   assertion: string;
@@ -18,12 +18,28 @@ export type RelayOutcome =
   | { ok: true; result: unknown }
   | { ok: false; reason: RelayFailure; message: string; code?: number | undefined };
 
+/**
+ * A policy publish or restore that committed (docs/api/policy-push.md): which scope changed, the
+ * publish's number and the scope's effective revision right after it. Never the document.
+ */
+export interface PolicyChange {
+  organisationId: string;
+  /** Null: the organisation's policy; otherwise the project whose override changed. */
+  projectId: string | null;
+  /** The publish number (per organisation, as `…/revisions` lists them). */
+  number: number;
+  /** The scope's effective revision right after the publish: the ETag of `GET /policy/v1` (with `projectId` for a project), unquoted. */
+  revision: string;
+}
+
 /** The replica's own sockets, as the routing hands calls and evictions to them. */
 export interface LocalDelivery {
   /** Sends the call on this replica's socket of the device and waits for the answer. */
   deliver(deviceId: string, params: RelayCallParams, timeoutMs: number): Promise<RelayOutcome>;
   /** Closes this replica's socket of the device if it is still `connectionId` (a newer one took over elsewhere). */
   evict(deviceId: string, connectionId: string): void;
+  /** Tells this replica's sockets to which the change applies (another replica's publish). */
+  policyChanged(change: PolicyChange): void;
 }
 
 export interface RelayRouting {
@@ -41,6 +57,8 @@ export interface RelayRouting {
   release(deviceId: string, connectionId: string): Promise<void>;
   /** A call for a device whose socket is not on this replica. */
   forward(deviceId: string, params: RelayCallParams, timeoutMs: number): Promise<RelayOutcome>;
+  /** A policy change made on this replica, for every other replica's sockets (none in process). */
+  broadcast(change: PolicyChange): Promise<void>;
 }
 
 export const NOT_CONNECTED: RelayOutcome = { ok: false, reason: 'not_connected', message: 'the workbench that started the run is not connected' };

@@ -15,7 +15,7 @@
  * otherwise (RETENTION_*_DAYS).
  *
  * To add a kind: one entry here (and its index, so that `where` reads only the rows it finds: a
- * migration), a row in the table of the README's "Retention and the sweeper", and a case in
+ * migration), a row in the table of docs/operations/retention.md "Retention and the sweeper", and a case in
  * test/http/sweeper.test.ts.
  */
 
@@ -29,7 +29,8 @@ export type RetentionSetting =
   | 'RETENTION_INGEST_USAGE_DAYS'
   | 'RETENTION_INGEST_AUDIT_DAYS'
   | 'RETENTION_INGEST_TASKS_DAYS'
-  | 'RETENTION_RUN_EVENTS_DAYS';
+  | 'RETENTION_RUN_EVENTS_DAYS'
+  | 'AUDIT_RETENTION_DAYS';
 
 export type RetentionDays = Partial<Record<RetentionSetting, number>>;
 
@@ -217,6 +218,14 @@ export const SWEEP_KINDS: readonly SweepKind[] = [
       'expires_at < :cutoff AND (ended_at IS NULL OR ended_at < :cutoff) AND NOT EXISTS (SELECT 1 FROM cloud_agent_run_events e WHERE e.run_id = cloud_agent_runs.id)',
     keep: { retention: 'RETENTION_RUN_EVENTS_DAYS' },
     what: 'cloud agent runs that ended (or expired) longer ago than the run events retention, once their events are gone',
+  },
+  {
+    name: 'audit_log',
+    table: 'audit_log',
+    key: 'row_id',
+    where: 'at < :cutoff',
+    keep: { retention: 'AUDIT_RETENTION_DAYS' },
+    what: 'audit trail rows older than AUDIT_RETENTION_DAYS (default 400 days)',
   },
 ];
 

@@ -32,9 +32,15 @@
  * achieved rate, errors (must be 0), p50/p99, resident memory and V8 heap of each replica, its
  * cache entries, and its live heap after a full collection (growth after warm-up at most 10%).
  *
+ * Policy push (`--only push`, policy-push.ts): BENCH_PUSH_WORKBENCHES (1 000) workbenches holding
+ * their control channels at two replicas on MariaDB and Redis; the time from a publish through one
+ * replica to its `policy.changed` message on every socket, p50 and p99 (BENCH_PUSH_ROUNDS publishes).
+ *
  * The sweep (`--only sweep`, sweep.ts): a million expired device tokens on a fresh MariaDB database
  * (BENCH_SWEEP_ROWS), deleted by `platform sweep` while GET /policy/v1 is loaded; p99 during the
  * sweep against p99 idle (target: at most 2×).
+ * The audit write (`--only audit`, audit-write.ts): a policy publish with its audit row beside the
+ * same publish with the trail turned off, interleaved in one run, on SQLite and MariaDB.
  *
  * Exits non-zero when any scenario saw a non-2xx answer or a connection error, or an ingest path
  * failed or left a row count different from what it sent, so a broken path never passes for a
@@ -66,10 +72,12 @@ import {
 import { load, problemWith, stopLoad, type Measurement } from './measure.js';
 import { describeOps, idealRatio, measureCryptoCosts, unavoidableMicros, type CryptoCosts } from './limits.js';
 import { formatRelayTable, runRelayBench, type RelayResult } from './relay.js';
+import { formatPushTable, runPushBench } from './policy-push.js';
 import { startProvider, type BenchProvider } from './oidc-provider.js';
 import { BARE_CLASSES, BEARER_POLICY, DPOP_POLICY, PEER_JWT_BEARER, PEER_JWT_DPOP, PEER_OPAQUE, scenarios as allScenarios, type Fixtures, type Scenario, type TargetName } from './scenarios.js';
 import { runSoak, runWorkerComparison } from './soak.js';
 import { runSweepBench } from './sweep.js';
+import { formatAuditWriteTable, runAuditWriteBench } from './audit-write.js';
 import { freePort, killAllChildren, send, startChild, type ChildServer } from './servers.js';
 import { formatSvgTable, measureSvgPipeline, type SvgBenchResult } from './svg.js';
 import { closeAgents, formatStallTable, measureStall, sendTo, type Stall } from './event-loop.js';
@@ -329,8 +337,12 @@ async function main(): Promise<number> {
   // A million expired rows swept under policy reads (sweep.ts): `--only sweep`; BENCH_SWEEP_ROWS (1 000 000).
   const sweepPart = matches('sweep');
   const sweepRows = Number(process.env.BENCH_SWEEP_ROWS ?? 1_000_000);
+  // Publish to policy.changed at 1 000 workbenches across two replicas (policy-push.ts): `--only push`.
+  const pushPart = matches('push');
+  // The audit row's cost on a policy publish (audit-write.ts): `--only "audit write"`.
+  const auditPart = matches('audit write');
   const soakSeconds = Number(process.env.BENCH_SOAK_SECONDS ?? (process.argv.some((arg) => arg.startsWith('--duration')) || process.env.BENCH_DURATION ? options.durationSeconds : 60));
-  if (chosenNames.size === 0 && ingestParts.length === 0 && !anyRelay && !relayParts.ceiling && !svgPart && !loopPart && !redactionPart && !soakPart && !workersPart && !sweepPart) throw new Error(`--only "${options.only}" matches no scenario, no ingest part, no relay part, not the SVG part, not the event loop, not the redaction part and not the sweep`);
+  if (chosenNames.size === 0 && ingestParts.length === 0 && !anyRelay && !relayParts.ceiling && !svgPart && !loopPart && !redactionPart && !soakPart && !workersPart && !sweepPart && !pushPart && !auditPart) throw new Error(`--only "${options.only}" matches no scenario, no ingest part, no relay part, not the SVG part, not the event loop, not the redaction part, not the sweep, not the policy push and not the audit write`);
   // The peers answer the platform's own policy document: the platform runs whenever they do.
   const sqliteNeeded = ['platform', 'peer-jwt', 'peer-opaque'].some((target) => targetsChosen.has(target as TargetName)) || ingestParts.some((part) => part.database === 'sqlite');
 
@@ -425,7 +437,7 @@ async function main(): Promise<number> {
   log('');
 
   const phase = options.warmupSeconds + options.durationSeconds;
-  armWatchdog(options.runs * list.length * (phase + 15) + ingestParts.length * (2 * options.runs * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + (loopPart ? 240 : 0) + (redactionPart ? 180 : 0) + (soakPart ? soakSeconds + 240 : 0) + (workersPart ? 4 * phase + 120 : 0) + (sweepPart ? sweepRows / 2_000 + 3 * phase + 300 : 0) + 60);
+  armWatchdog(options.runs * list.length * (phase + 15) + ingestParts.length * (2 * options.runs * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + (loopPart ? 240 : 0) + (redactionPart ? 180 : 0) + (soakPart ? soakSeconds + 240 : 0) + (workersPart ? 4 * phase + 120 : 0) + (sweepPart ? sweepRows / 2_000 + 3 * phase + 300 : 0) + (pushPart ? 600 : 0) + (auditPart ? 2 * phase + 120 : 0) + 60);
   const outcomes: Outcome[] = list.map((scenario) => ({ scenario, runs: [] }));
   const notes: string[] = [];
   let baselineRate: number | undefined;
@@ -561,6 +573,13 @@ async function main(): Promise<number> {
       )
     : [];
 
+  const push = pushPart ? await runPushBench({ script: here('./platform-server.js'), provider, oidc, mariadb: options.mariadb, redis: options.redis, log, cleanups }) : undefined;
+  if (push) {
+    log('');
+    log(formatPushTable(push));
+    if (push.skipped) log(`policy push: SKIPPED: ${push.skipped}`);
+  }
+
   const bareOutcome = outcomes.find((outcome) => outcome.scenario === baselineScenario && !outcome.problem);
   const bareRuns = bareOutcome?.runs ?? [];
   const baseline = bareRuns.length ? median(bareRuns.map((run) => run.requestsPerSecond)) : undefined;
@@ -621,7 +640,7 @@ async function main(): Promise<number> {
   let svg: SvgBenchResult | undefined;
   if (svgPart) {
     log('');
-    log('SVG pictures: the safety pipeline beside DOMPurify + jsdom and the bare parse, in this process, median of 5 runs after a warm-up');
+    log('SVG pictures: the safety pipeline beside DOMPurify + jsdom and the bare parse, in this process, 7 interleaved runs after a warm-up (medians; CPU = user + system time of this process)');
     svg = await measureSvgPipeline();
     log(formatSvgTable(svg));
   }
@@ -690,6 +709,9 @@ async function main(): Promise<number> {
       })
     : undefined;
 
+  const auditWrite = auditPart ? await runAuditWriteBench({ mariadb: options.mariadb, seconds: options.durationSeconds, log }) : undefined;
+  if (auditWrite) for (const line of ['', 'Audit row on a policy publish (the same publish with the trail turned off, interleaved):', ...formatAuditWriteTable(auditWrite)]) log(line);
+
   if (options.json) {
     writeFileSync(
       options.json,
@@ -718,6 +740,8 @@ async function main(): Promise<number> {
           eventLoop: stalls,
           redaction,
           sweep,
+          auditWrite,
+          push: push && (({ servers: _servers, ...rest }) => rest)(push),
           ingest: ingestParts.map((part) => {
             const ceiling = part.paths.find((path) => path.name.includes('ceiling') && !path.problem)?.measurement?.itemsPerSecond;
             return {
@@ -750,7 +774,15 @@ async function main(): Promise<number> {
   if (workers && !workers.ok) process.stderr.write(`bench: FAILED workers: ${workers.runs.map((run) => run.problem).filter(Boolean).join('; ')}\n`);
   if (soak && !soak.ok) process.stderr.write(`bench: FAILED soak: ${soak.errors} errors, live heap growth ${soak.memory.map((m) => (m.liveGrowth === undefined ? 'unknown' : `${(m.liveGrowth * 100).toFixed(1)}%`)).join(', ')}\n`);
   if (sweep && !sweep.ok) process.stderr.write(`bench: ${'skipped' in sweep ? 'SKIPPED' : 'FAILED'} sweep: ${sweep.problem}\n`);
+  for (const result of auditWrite ?? []) if (result.problem) process.stderr.write(`bench: FAILED audit write (${result.database}): ${result.problem}\n`);
+  if (push?.problem) {
+    process.stderr.write(`bench: FAILED policy push: ${push.problem}\n`);
+    for (const server of push.servers ?? []) if (server.stderr().trim()) process.stderr.write(`--- ${server.name} stderr ---\n${server.stderr()}\n`);
+  }
+  if (push?.skipped) process.stderr.write(`bench: policy push SKIPPED: ${push.skipped}\n`);
   const anyFailed =
+    (auditWrite ?? []).some((result) => result.problem !== undefined) ||
+    push?.problem !== undefined ||
     failed.length > 0 || failedIngest.length > 0 || failedRelay.length > 0 || svg?.problem !== undefined || loopProblem !== undefined || (soak !== undefined && !soak.ok) || (workers !== undefined && !workers.ok) || (sweep !== undefined && !sweep.ok && !('skipped' in sweep));
   for (const server of Object.values(servers)) {
     if (anyFailed && server.stderr().trim()) process.stderr.write(`--- ${server.name} stderr ---\n${server.stderr()}\n`);

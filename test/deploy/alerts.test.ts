@@ -49,7 +49,7 @@ const rule = (name: string) => rules().find((candidate) => candidate.alert === n
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'platform-alerts-'));
-  const objects = await renderObjects({ 'metrics.prometheusRule.enabled': true, 'metrics.prometheusRule.runbookUrl': 'https://git.example.com/platform-api/blob/main/README.md#' });
+  const objects = await renderObjects({ 'metrics.prometheusRule.enabled': true, 'metrics.prometheusRule.runbookUrl': 'https://git.example.com/platform-api/blob/main/docs/operations/metrics.md#' });
   const prometheusRule = objects.find((object) => object.kind === 'PrometheusRule') as unknown as { spec: { groups: { name: string; rules: Rule[] }[] } };
   groups = prometheusRule.spec.groups;
   writeFileSync(join(dir, 'rules.yaml'), stringify({ groups }));
@@ -65,11 +65,11 @@ describe('the chart\'s alerts', () => {
     expect(objects.filter((object) => object.kind === 'ConfigMap' && object.metadata.name.endsWith('-dashboard'))).toEqual([]);
   });
 
-  it('are the ones the README explains, each with a summary, a description, a runbook and its runbook_url', () => {
+  it('are the ones docs/operations/metrics.md explains, each with a summary, a description, a runbook and its runbook_url', () => {
     expect(rules().map((candidate) => candidate.alert)).toEqual(ALERTS);
     for (const candidate of rules()) {
       expect(Object.keys(candidate.annotations).sort()).toEqual(['description', 'runbook', 'runbook_url', 'summary']);
-      expect(candidate.annotations.runbook_url).toBe(`https://git.example.com/platform-api/blob/main/README.md#${candidate.alert.toLowerCase()}`);
+      expect(candidate.annotations.runbook_url).toBe(`https://git.example.com/platform-api/blob/main/docs/operations/metrics.md#${candidate.alert.toLowerCase()}`);
       expect(['warning', 'critical']).toContain(candidate.labels.severity);
     }
   });
@@ -192,7 +192,7 @@ describe('the chart\'s alerts', () => {
 });
 
 describe('the chart\'s dashboard', () => {
-  it('is a ConfigMap with Grafana\'s sidecar label holding a dashboard of every panel the README lists', async () => {
+  it('is a ConfigMap with Grafana\'s sidecar label holding a dashboard of every panel docs/operations/metrics.md lists', async () => {
     const objects = await renderObjects({ 'metrics.dashboards.enabled': true, 'metrics.dashboards.annotations': { grafana_folder: 'Platform' } });
     const map = objects.find((object) => object.kind === 'ConfigMap' && object.metadata.name === 'platform-dashboard') as unknown as { metadata: { labels: Record<string, string>; annotations: Record<string, string> }; data: Record<string, string> };
     expect(map.metadata.labels.grafana_dashboard).toBe('1');

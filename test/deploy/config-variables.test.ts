@@ -4,17 +4,19 @@ import { join } from 'node:path';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { renderChart } from '../../scripts/chart.mjs';
 import { CONFIG_VARIABLES, loadConfig, type ConfigVariable } from '../../src/config.js';
-import { chartEnvSchema, configurationTable, README_END, README_START, withChartEnvSchema } from '../support/config-docs.js';
+import { chartEnvSchema, CONFIGURATION_DOC, configurationTable, README_END, README_START, withChartEnvSchema } from '../support/config-docs.js';
 
 // One declaration per variable (src/config/variables.ts, listed as CONFIG_VARIABLES) against
-// everything that must agree with it: what loadConfig reads, the defaults it applies, the README's
-// configuration table and the Helm chart. The table and the chart's values.schema.json env sections
+// everything that must agree with it: what loadConfig reads, the defaults it applies, the
+// configuration table (docs/operations/configuration.md) and the Helm chart. The table and the chart's values.schema.json env sections
 // are generated from the declarations (test/support/config-docs.ts): a drift fails here, and
-// UPDATE_README=1 or UPDATE_CHART=1 rewrites them. values.yaml is written by hand (its comments
+// UPDATE_DOCS=1 or UPDATE_CHART=1 rewrites them. values.yaml is written by hand (its comments
 // are the chart README's), and checked against the declarations.
 
 const root = join(import.meta.dirname, '..', '..');
-const README = join(root, 'README.md');
+const DOC = join(root, CONFIGURATION_DOC);
+/** UPDATE_DOCS=1 (or the older UPDATE_README=1) rewrites the generated table. */
+const UPDATE_DOCS = process.env.UPDATE_DOCS === '1' || process.env.UPDATE_README === '1';
 const CHART_SCHEMA = join(root, 'charts', 'platform', 'values.schema.json');
 const names = CONFIG_VARIABLES.map((variable) => variable.name);
 const listed = new Set(names);
@@ -73,9 +75,9 @@ describe('CONFIG_VARIABLES', () => {
     },
   );
 
-  it("matches the README's configuration table, defaults included", () => {
-    const readme = readFileSync(join(root, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('\n## ', readme.indexOf('## Configuration') + 1));
+  it("matches the configuration table (docs/operations/configuration.md), defaults included", () => {
+    // The page holds the configuration only.
+    const section = readFileSync(DOC, 'utf8');
     const rows = new Map([...section.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \| ([^|]*) \|/gm)].map((match) => [match[1]!, match[2]!]));
     expect([...rows.keys()].sort()).toEqual([...names].sort());
     for (const variable of CONFIG_VARIABLES) {
@@ -85,16 +87,16 @@ describe('CONFIG_VARIABLES', () => {
 });
 
 describe('the generated documentation', () => {
-  it("writes the README's configuration table from the declarations", () => {
-    const readme = readFileSync(README, 'utf8');
+  it("writes the configuration table of docs/operations/configuration.md from the declarations", () => {
+    const readme = readFileSync(DOC, 'utf8');
     const start = readme.indexOf(README_START);
     const end = readme.indexOf(README_END);
-    expect(start).toBeGreaterThan(readme.indexOf('## Configuration'));
+    expect(start).toBeGreaterThan(readme.indexOf('# Configuration'));
     expect(end).toBeGreaterThan(start);
     const current = readme.slice(start, end + README_END.length);
     const expected = configurationTable();
-    if (current !== expected && process.env.UPDATE_README === '1') {
-      writeFileSync(README, readme.slice(0, start) + expected + readme.slice(end + README_END.length));
+    if (current !== expected && UPDATE_DOCS) {
+      writeFileSync(DOC, readme.slice(0, start) + expected + readme.slice(end + README_END.length));
       return;
     }
     expect(current).toBe(expected);
@@ -109,12 +111,12 @@ describe('the generated documentation', () => {
       writeFileSync(CHART_SCHEMA, withChartEnvSchema(text, expected));
       return;
     }
-    // Order included: the chart lists the variables as the README does.
+    // Order included: the chart lists the variables as the configuration table does.
     expect(JSON.stringify(current, null, 1)).toBe(JSON.stringify(expected, null, 1));
   });
 
-  it('marks every secret as one in both: a Secret in the chart, and so in the README', () => {
-    const readme = readFileSync(README, 'utf8');
+  it('marks every secret as one in both: a Secret in the chart, and so in the configuration table', () => {
+    const readme = readFileSync(DOC, 'utf8');
     const schema = JSON.parse(readFileSync(CHART_SCHEMA, 'utf8')) as { properties: Record<'config' | 'secrets', { properties: Record<string, unknown> }> };
     const secrets = CONFIG_VARIABLES.filter((variable) => variable.secret).map((variable) => variable.name);
     expect(secrets.length).toBeGreaterThan(5);

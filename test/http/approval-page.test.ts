@@ -495,6 +495,10 @@ describe('deciding', () => {
     // Post, redirect, get: the answer to the post is a redirect to the page that shows the state.
     expect(res.status).toBe(303);
     expect(res.headers.location).toBe('/device');
+    // The decision's audit row (docs/api/audit-trail.md) names the page's request that made it.
+    const [row] = await platform.dataSource.query<Record<string, unknown>[]>('SELECT action, actor_kind, target, request_id, source_address FROM audit_log ORDER BY row_id DESC LIMIT 1');
+    expect(row).toMatchObject({ action: 'device.approved', actor_kind: 'person', request_id: res.headers['x-request-id'], source_address: expect.any(String) });
+    expect(JSON.parse(row!.target as string)).toEqual({ kind: 'workbench', name: 'Approved box' });
     const shown = await get(browser, '/device');
     expectPage(shown, 200, /Device approved/);
     expect(shown.text).toContain('You approved <strong>Approved box</strong>');

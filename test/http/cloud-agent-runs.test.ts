@@ -187,12 +187,18 @@ describe('POST /cloud-agents/v1/runs', () => {
     expect((await call(platform, 'get', path, { host: otherHost, headers: await deviceHeaders(otherWorkbench, 'GET', `http://${otherHost}/policy/v1`) })).status).toBe(404);
   });
 
-  it("answers 404 for another organisation's project, or one that does not exist", async () => {
-    for (const id of [otherProjectId, 'prj_doesnotexist0000']) {
+  it("answers 404 for another organisation's project, its own in capitals, or one that does not exist, alike, and stores no run", async () => {
+    const runs = platform.dataSource.getRepository(CloudAgentRunEntity);
+    const stored = await runs.countBy({ deviceId: workbench.device.id });
+    const unknown = await register(workbench, { ...full(), projectId: 'prj_doesnotexist0000' });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error).toBe('not_found');
+    for (const id of [otherProjectId, projectId.toUpperCase()]) {
       const res = await register(workbench, { ...full(), projectId: id });
       expect(res.status).toBe(404);
-      expect(res.body.error).toBe('not_found');
+      expect(res.body).toEqual(unknown.body);
     }
+    expect(await runs.countBy({ deviceId: workbench.device.id })).toBe(stored);
   });
 
   it('refuses when the policy does not allow cloud agents (403 cloud_agents_disabled), for the organisation or one project', async () => {
@@ -356,6 +362,8 @@ describe('POST /cloud-agents/v1/runs/{runId}/events', () => {
 
   it('answers 404 to any other device: another workbench of the same person, a colleague, another organisation', async () => {
     const body = { events: [{ at: platform.clock.now().toISOString(), kind: 'progress' }] };
+    const stored = async () => Number((await platform.dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM cloud_agent_run_events WHERE run_id = ?', [runId]))[0]!.n);
+    const before = await stored();
     for (const device of [samePersonWorkbench, colleagueWorkbench]) {
       const res = await events(runId, device, body);
       expect(res.status).toBe(404);
@@ -363,7 +371,14 @@ describe('POST /cloud-agents/v1/runs/{runId}/events', () => {
     }
     const foreign = await events(runId, otherWorkbench, body, otherHost);
     expect(foreign.status).toBe(404);
-    expect((await events('run_doesnotexist0000', workbench, body)).status).toBe(404);
+    const unknown = await events('run_doesnotexist0000', workbench, body);
+    expect(unknown.status).toBe(404);
+    // Word for word the answer for a run that does not exist, and nothing stored.
+    expect(foreign.body).toEqual(unknown.body);
+    expect(await stored()).toBe(before);
+    // …while the registering workbench's report is stored: the count above could have moved.
+    expect((await events(runId, workbench, body)).status).toBe(200);
+    expect(await stored()).toBe(before + 1);
   });
 
   it.each(['task', 'prompt', 'Text', 'task_text', 'instructions', 'description', 'message'])('refuses an event carrying task text in %s (400 task_text_not_allowed)', async (field) => {
@@ -443,9 +458,17 @@ describe('POST /cloud-agents/v1/runs/{runId}/end', () => {
 
   it('answers 404 to any other device, and refuses a body that is not empty', async () => {
     const run = (await register(workbench, full())).body;
-    expect((await end(run.runId, samePersonWorkbench, {})).status).toBe(404);
-    expect((await end(run.runId, colleagueWorkbench, {})).status).toBe(404);
-    expect((await end(run.runId, otherWorkbench, {}, otherHost)).status).toBe(404);
+    const unknown = await end('run_doesnotexist0000', workbench, {});
+    expect(unknown.status).toBe(404);
+    for (const [device, at] of [[samePersonWorkbench, host], [colleagueWorkbench, host], [otherWorkbench, otherHost]] as const) {
+      const res = await end(run.runId, device, {}, at);
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual(unknown.body);
+    }
+    // Nobody else's end ended it: the run is going and its credential still reaches the MCP endpoint.
+    const row = await platform.dataSource.getRepository(CloudAgentRunEntity).findOneByOrFail({ id: run.runId });
+    expect(row.endedAt).toBeNull();
+    expect(row.credentialHash).toBe(createHash('sha256').update(run.mcp.token).digest('hex'));
     const filled = await end(run.runId, workbench, { reason: 'done' });
     expect(filled.status).toBe(400);
     expect(filled.body.error).toBe('invalid_request');

@@ -137,6 +137,29 @@ describe('renaming a team', () => {
     expect((await call(platform, 'patch', '/cloud/v1/organisations/org_nosuchthing0000', { ...as(team.owner), body: { name: 'x' } })).status).toBe(404);
   });
 
+  it('takes the team\'s id exactly: the same id in capitals names no organisation (404) on every team route, on either database, and nothing is changed or stored', async () => {
+    const shouting = team.id.toUpperCase();
+    const invitations = platform.dataSource.getRepository(InvitationEntity);
+    const stored = await invitations.countBy({});
+    const unknown = await call(platform, 'patch', '/cloud/v1/organisations/org_nosuchthing0000', { ...as(team.owner), body: { name: 'x' } });
+    for (const [method, path, body] of [
+      ['patch', `/cloud/v1/organisations/${shouting}`, { name: 'Shouted' }],
+      ['get', `/cloud/v1/organisations/${shouting}/members`, undefined],
+      ['patch', `/cloud/v1/organisations/${shouting}/members/${team.member.personId}`, { role: 'admin' }],
+      ['delete', `/cloud/v1/organisations/${shouting}/members/${team.member.personId}`, undefined],
+      ['get', `/cloud/v1/organisations/${shouting}/invitations`, undefined],
+      ['post', `/cloud/v1/organisations/${shouting}/invitations`, { email: `shouted${counter}@example.test` }],
+      ['delete', `/cloud/v1/organisations/${shouting}/invitations/inv_nosuchthing000`, undefined],
+    ] as const) {
+      const res = await call(platform, method, path, { ...as(team.owner), ...(body ? { body } : {}) });
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual(unknown.body);
+    }
+    expect(await invitations.countBy({})).toBe(stored);
+    expect(await rolesIn(team.id, team.owner)).toMatchObject({ [team.member.personId]: 'member' });
+    expect((await call(platform, 'get', '/platform/v1/organisation', as(team.member, team.id))).body.name).not.toBe('Shouted');
+  });
+
   it('refuses a personal organisation with 400 personal_organisation, and a bad name with 400 invalid_request', async () => {
     const personal = await call(platform, 'patch', `/cloud/v1/organisations/${team.owner.personalOrganisationId}`, { ...as(team.owner), body: { name: 'A team now' } });
     expect(personal.status).toBe(400);

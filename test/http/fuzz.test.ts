@@ -407,6 +407,13 @@ function expectDeclared(operation: Operation, validatorAt: (pointer: string) => 
   if (res.status >= 500) throw new Error(`a 5xx: ${where}`);
   const declared = operation.responses[String(res.status)];
   if (!declared) throw new Error(`status ${res.status} is not declared for ${operation.operationId}: ${where}`);
+  const lines = declared.content?.['application/x-ndjson'];
+  if (lines) {
+    // A stream of JSON lines (the audit export): each line matches the declared line schema.
+    const validate = validatorAt(`/paths/${pointerPart(operation.path)}/${operation.method}/responses/${res.status}/content/${pointerPart('application/x-ndjson')}/schema`);
+    for (const line of res.text.split('\n').filter(Boolean)) if (!validate(JSON.parse(line))) throw new Error(`a line does not match its declared schema (${JSON.stringify(validate.errors?.[0])}): ${where}`);
+    return;
+  }
   const json = declared.content?.['application/json'];
   if (!json) {
     if (res.text) throw new Error(`an empty answer was declared: ${where}`);

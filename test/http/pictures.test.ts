@@ -387,6 +387,50 @@ describe('roles', () => {
     expect((await request(stranger, 'get', `/projects/v1/${projectId}/pictures`)).status).toBe(401);
   });
 
+  it('refuses a viewer\'s save and delete that name the current version (403 forbidden), leaving the picture as it was', async () => {
+    await create('viewer-refused');
+    const before = await row('viewer-refused');
+    const write = await save(viewer, 'viewer-refused', { spec: spec('changed'), svg: SVG }, await current('viewer-refused'));
+    expect(write.status).toBe(403);
+    expect(write.body).toEqual({ error: 'forbidden', message: expect.any(String) });
+    const remove = await request(viewer, 'delete', picturePath('viewer-refused'), { headers: await current('viewer-refused') });
+    expect(remove.status).toBe(403);
+    expect(remove.body).toEqual({ error: 'forbidden', message: expect.any(String) });
+    expect(await row('viewer-refused')).toEqual(before);
+  });
+
+  it("answers every route of another organisation's project word for word as an unknown project's, and changes nothing there", async () => {
+    await create('ours');
+    const ours = await row('ours');
+    // The stranger saves in their own organisation's project, on their own host.
+    const created = await request(stranger, 'put', picturePath('theirs', otherProjectId), { host: otherHost, body: { spec: spec('Theirs'), svg: SVG }, headers: { 'If-Match': '"0"' } });
+    expect(created.status).toBe(201);
+    const before = await row('theirs', otherProjectId);
+    const asked: [EnrolledDevice, string, string][] = [
+      [contributor, host, otherProjectId],
+      [organisationOwner, host, otherProjectId],
+      [stranger, otherHost, projectId],
+    ];
+    for (const [device, at, project] of asked) {
+      const slug = project === otherProjectId ? 'theirs' : 'ours';
+      for (const [method, path, options] of [
+        ['get', `/projects/v1/${project}/pictures`, {}],
+        ['get', picturePath(slug, project), {}],
+        ['get', `${picturePath(slug, project)}/previous`, {}],
+        ['put', picturePath(slug, project), { body: { spec: spec('Taken'), svg: SVG }, headers: { 'If-Match': '*' } }],
+        ['delete', picturePath(slug, project), { headers: { 'If-Match': '*' } }],
+      ] as const) {
+        const res = await request(device, method, path, { host: at, ...options });
+        const unknown = await request(device, method, path.replace(project, 'prj_unknown'), { host: at, ...options });
+        expect(res.status).toBe(404);
+        expect(unknown.status).toBe(404);
+        expect(res.body).toEqual(unknown.body);
+      }
+    }
+    expect(await row('theirs', otherProjectId)).toEqual(before);
+    expect(await row('ours')).toEqual(ours);
+  });
+
   it('refuses a node (no pictures scopes) with 403 insufficient_scope, and requests without a token with 401', async () => {
     const read = await request(node, 'get', `/projects/v1/${projectId}/pictures`);
     expect(read.status).toBe(403);

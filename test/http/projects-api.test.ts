@@ -125,6 +125,26 @@ describe('on Cloud', () => {
       }
     });
 
+    it('takes the project\'s id exactly: the same id in capitals names no project (404), on either database', async () => {
+      const shouting = project.id.toUpperCase();
+      const unknown = await call(platform, 'get', '/platform/v1/projects/prj_nosuchproject000', as(owner));
+      for (const [method, path, body] of [
+        ['get', `/platform/v1/projects/${shouting}`, undefined],
+        ['get', `/platform/v1/projects/${shouting}/members`, undefined],
+        ['patch', `/platform/v1/projects/${shouting}`, { name: 'Shouted' }],
+        ['put', `/platform/v1/projects/${shouting}/members/${bystander.personId}`, { role: 'viewer' }],
+        ['delete', `/platform/v1/projects/${shouting}/members/${viewer.personId}`, undefined],
+        ['delete', `/platform/v1/projects/${shouting}`, undefined],
+      ] as const) {
+        const res = await call(platform, method, path, { ...as(owner), ...(body ? { body } : {}) });
+        expect(res.status).toBe(404);
+        expect(res.body).toEqual(unknown.body);
+      }
+      const kept = await call(platform, 'get', `/platform/v1/projects/${project.id}/members`, as(owner));
+      expect(kept.body.members.map((m: { userId: string }) => m.userId)).toEqual([lead.personId, contributor.personId, viewer.personId]);
+      expect((await call(platform, 'get', `/platform/v1/projects/${project.id}`, as(owner))).body.name).toBe('Readable');
+    });
+
     it('lists every project to owners and admins, and their own to everyone else, a page at a time', async () => {
       const all = await call(platform, 'get', '/platform/v1/projects?limit=200', as(admin));
       expect(all.body.projects.map((p: { id: string }) => p.id)).toContain(project.id);
@@ -165,8 +185,12 @@ describe('on Cloud', () => {
         expect(res.body.error).toBe('forbidden');
       }
       for (const [who, organisationId] of [[bystander, team.id], [outsider, outsiderTeam.id]] as const) {
-        expect((await call(platform, 'patch', `/platform/v1/projects/${project.id}`, { ...as(who, organisationId), body: { name: 'x' } })).status).toBe(404);
+        const res = await call(platform, 'patch', `/platform/v1/projects/${project.id}`, { ...as(who, organisationId), body: { name: 'x' } });
+        expect(res.status).toBe(404);
+        expect(res.body.error).toBe('not_found');
       }
+      // No refused rename changed the name.
+      expect((await call(platform, 'get', `/platform/v1/projects/${project.id}`, as(lead))).body.name).toBe(`Named by ${owner.personId}`);
       expect((await call(platform, 'patch', `/platform/v1/projects/${project.id}`, { ...as(lead), body: { name: '' } })).status).toBe(400);
     });
   });
@@ -195,6 +219,38 @@ describe('on Cloud', () => {
       }
       expect((await put(bystander, project.id, bystander.personId, 'owner')).status).toBe(404);
       expect((await put(outsider, project.id, outsider.personId, 'owner')).status).toBe(404);
+    });
+
+    it('are removed by nobody who cannot see the project (404) and by no contributor or viewer but themselves (403); every refused change leaves the members as they were', async () => {
+      const project = await staffed('Kept members');
+      const members = async () => (await call(platform, 'get', `/platform/v1/projects/${project.id}/members`, as(owner))).body.members.map((m: { userId: string; role: string }) => [m.userId, m.role]);
+      const before = await members();
+      expect(before).toEqual([[lead.personId, 'owner'], [contributor.personId, 'contributor'], [viewer.personId, 'viewer']]);
+      // As if the project did not exist: the answer for an id no project has, word for word.
+      const unknown = await call(platform, 'delete', `/platform/v1/projects/prj_nosuchproject000/members/${lead.personId}`, as(bystander));
+      expect(unknown.status).toBe(404);
+      for (const [who, organisationId] of [[bystander, team.id], [outsider, outsiderTeam.id], [loner, loner.personalOrganisationId]] as const) {
+        for (const target of [lead, viewer, who]) {
+          const res = await call(platform, 'delete', `/platform/v1/projects/${project.id}/members/${target.personId}`, as(who, organisationId));
+          expect(res.status).toBe(404);
+          expect(res.body).toEqual(unknown.body);
+        }
+      }
+      // Naming this team without being in it is refused by tenancy, before the project is looked at.
+      const header = await call(platform, 'delete', `/platform/v1/projects/${project.id}/members/${lead.personId}`, as(outsider, team.id));
+      expect(header.status).toBe(404);
+      expect(header.body.error).toBe('not_found');
+      for (const [who, target] of [[contributor, lead], [viewer, contributor], [viewer, lead]] as const) {
+        const res = await call(platform, 'delete', `/platform/v1/projects/${project.id}/members/${target.personId}`, as(who));
+        expect(res.status).toBe(403);
+        expect(res.body).toEqual({ error: 'forbidden', message: expect.any(String) });
+      }
+      for (const who of [contributor, viewer]) {
+        const res = await put(who, project.id, who.personId, 'owner');
+        expect(res.status).toBe(403);
+        expect(res.body.error).toBe('forbidden');
+      }
+      expect(await members()).toEqual(before);
     });
 
     it('must be members of the organisation (404 otherwise); a role must be one of owner, contributor, viewer (400)', async () => {

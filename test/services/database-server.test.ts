@@ -94,7 +94,7 @@ describe('a database made with the shared server\'s defaults (utf8mb4 / utf8mb4_
   });
 });
 
-describe('a database made as the README says', () => {
+describe('a database made as docs/operations/deployments.md says', () => {
   it('migrates at once, every table and column utf8mb4 (utf8mb4_unicode_ci, or utf8mb4_bin where values compare exactly)', async () => {
     const database = await newDatabase(SHARED, ' CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci');
     const migrated = await migrate(database.url);

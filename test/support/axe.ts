@@ -13,7 +13,7 @@ const VIEWPORTS = [
   { width: 390, height: 844 },
 ] as const;
 const SCHEMES = ['light', 'dark'] as const;
-/** Test artefacts (.ci/out is ignored by git); two of them are in docs/images and the README. */
+/** Test artefacts (.ci/out is ignored by git); two of them are in docs/images and docs/api/devices.md. */
 const SCREENSHOTS = join(process.cwd(), '.ci/out/screenshots');
 
 /**

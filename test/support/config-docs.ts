@@ -1,13 +1,16 @@
 import { CONFIG_VARIABLES, type ConfigVariable } from '../../src/config.js';
 
 /**
- * What the configuration's declarations (src/config/variables.ts) generate: the README's
- * configuration table and the env sections (`config`, `secrets`) of the Helm chart's
+ * What the configuration's declarations (src/config/variables.ts) generate: the configuration
+ * table of docs/operations/configuration.md and the env sections (`config`, `secrets`) of the Helm chart's
  * values.schema.json. test/deploy/config-variables.test.ts fails when either drifts, and rewrites
- * them with UPDATE_README=1 and UPDATE_CHART=1.
+ * them with UPDATE_DOCS=1 and UPDATE_CHART=1.
  */
 
-export const README_START = '<!-- config-variables:start (generated from src/config/variables.ts by test/deploy/config-variables.test.ts; UPDATE_README=1 rewrites it) -->';
+/** Where the table is: the operators' configuration page. */
+export const CONFIGURATION_DOC = 'docs/operations/configuration.md';
+
+export const README_START = '<!-- config-variables:start (generated from src/config/variables.ts by test/deploy/config-variables.test.ts; UPDATE_DOCS=1 rewrites it) -->';
 export const README_END = '<!-- config-variables:end -->';
 
 type JsonSchema = Record<string, unknown>;
@@ -31,13 +34,13 @@ export function configurationTable(): string {
   return [README_START, '| variable | default | values | meaning |', '|---|---|---|---|', ...rows, README_END].join('\n');
 }
 
-/** A description as plain text: Markdown links to the README's sections lose their targets. */
+/** A description as plain text: Markdown links to the docs' sections lose their targets. */
 function plain(markdown: string): string {
   let text = '';
   let at = 0;
   for (;;) {
     const open = markdown.indexOf('[', at);
-    const close = open < 0 ? -1 : markdown.indexOf('](#', open);
+    const close = open < 0 ? -1 : markdown.indexOf('](', open);
     const end = close < 0 ? -1 : markdown.indexOf(')', close);
     if (end < 0 || markdown.slice(open + 1, close).includes('[')) {
       if (open < 0 || end < 0) return text + markdown.slice(at);

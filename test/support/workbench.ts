@@ -58,8 +58,21 @@ class CallTransport implements Transport {
   }
 }
 
+/** A notification the service sent (`hello`, `policy.changed`): docs/api/policy-push.md. */
+export interface Notification {
+  method: string;
+  params: Record<string, unknown>;
+  /** The frame as received, to check it carries nothing else. */
+  text: string;
+}
+
 export class TestWorkbench {
   readonly assertions: VerifiedAssertion[] = [];
+  /** Every notification, in order of arrival; the first frame is always `hello`. */
+  readonly notifications: Notification[] = [];
+  /** Frames in order of arrival, by method (`cloudMcp.call`, `hello`, `policy.changed`). */
+  readonly methods: string[] = [];
+  private readonly notificationWaiters = new Set<() => void>();
   readonly problems: string[] = [];
   readonly closed: Promise<CloseInfo>;
   behaviour: Behaviour = 'answer';
@@ -99,6 +112,8 @@ export class TestWorkbench {
       socket.once('unexpected-response', (_req, res) => reject(new Error(`refused with ${res.statusCode}`)));
       socket.once('error', reject);
     });
+    // The service's first frame on every socket (docs/api/policy-push.md): tests start after it.
+    await workbench.waitFor('hello');
     return workbench;
   }
 
@@ -125,6 +140,29 @@ export class TestWorkbench {
     this.socket.close(1000);
   }
 
+  /** The notifications of `method` received so far. */
+  received(method: string): Notification[] {
+    return this.notifications.filter((notification) => notification.method === method);
+  }
+
+  /** Waits until `count` notifications of `method` have arrived (at most `timeoutMs`), and answers them. */
+  async waitFor(method: string, count = 1, timeoutMs = 5_000): Promise<Notification[]> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.received(method).length < count) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`${this.received(method).length} of ${count} ${method} notification(s) after ${timeoutMs} ms`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, left);
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.notificationWaiters.add(done);
+      });
+    }
+    return this.received(method);
+  }
+
   private server(runId: string): CallTransport {
     let transport = this.servers.get(runId);
     if (transport) return transport;
@@ -147,6 +185,13 @@ export class TestWorkbench {
 
   private async receive(text: string): Promise<void> {
     const frame = JSON.parse(text) as { id?: string; method?: string; params?: { runId: string; assertion: string; message: JSONRPCMessage } };
+    if (typeof frame.method === 'string') this.methods.push(frame.method);
+    if ((frame.method === 'hello' || frame.method === 'policy.changed') && frame.id === undefined) {
+      this.notifications.push({ method: frame.method, params: frame.params as unknown as Record<string, unknown>, text });
+      for (const wake of [...this.notificationWaiters]) wake();
+      this.notificationWaiters.clear();
+      return;
+    }
     if (frame.method !== 'cloudMcp.call' || frame.id === undefined || !frame.params) {
       this.problems.push(`unexpected frame: ${text.slice(0, 200)}`);
       return;

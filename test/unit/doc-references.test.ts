@@ -157,7 +157,7 @@ const references = SCANNED.flatMap((dir) => filesUnder(join(ROOT, dir))).flatMap
 
 describe('documents named in comments', () => {
   it('finds the references it checks (the scan reads comments at all)', () => {
-    expect(references.some((reference) => reference.document === 'README.md' && reference.section)).toBe(true);
+    expect(references.some((reference) => reference.document.startsWith('docs/') && reference.section)).toBe(true);
     expect(references.some((reference) => reference.document === 'docs/contributing/architecture.md')).toBe(true);
   });
 

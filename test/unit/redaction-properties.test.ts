@@ -10,7 +10,7 @@ import { hidden, leakIn, leakyData } from '../support/leaks.js';
  * come through unchanged.
  *
  * The suite runs REDACTION_PROPERTY_RUNS envelopes (default 1,000, a few seconds); the 100,000 of
- * the issue run with `REDACTION_PROPERTY_RUNS=100000` (README "Running the suites"). A failure prints the seed
+ * the issue run with `REDACTION_PROPERTY_RUNS=100000` (docs/contributing/suites.md "Running the suites"). A failure prints the seed
  * and the shrunk counterexample: `fc.assert` reports them.
  */
 

@@ -1,3 +1,4 @@
+import { EXAMPLE } from '../../http/examples.js';
 import type { Principal } from '../../auth/principal.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { named, timestampSchema } from '../../http/schema.js';
@@ -6,6 +7,15 @@ import type { SignInAccounts } from '../signin/accounts.js';
 import type { AccountService } from './service.js';
 
 /** The signed-in person's account (spec 4.4; Cloud only, Cloud session). */
+
+const EXAMPLE_METHOD = {
+  id: 'sim_4r7t1y5u9i3o6p2a',
+  provider: 'email',
+  email: EXAMPLE.email,
+  emailVerified: true,
+  createdAt: '2026-11-02T09:12:40.551Z',
+  lastUsedAt: '2026-11-03T08:02:17.930Z',
+};
 
 export const signInMethodSchema = named('SignInMethod', {
   type: 'object',
@@ -20,6 +30,7 @@ export const signInMethodSchema = named('SignInMethod', {
     lastUsedAt: { ...timestampSchema, description: 'When it last signed the person in.' },
   },
   additionalProperties: false,
+  examples: [EXAMPLE_METHOD],
 } as const);
 
 export const personSchema = named('Person', {
@@ -34,6 +45,18 @@ export const personSchema = named('Person', {
     signInMethods: { type: 'array', items: signInMethodSchema, description: 'Oldest first.' },
   },
   additionalProperties: false,
+  examples: [
+    {
+      id: EXAMPLE.personId,
+      name: 'Ana Lima',
+      email: EXAMPLE.email,
+      organisations: [
+        { id: EXAMPLE.organisationId, name: 'Ana Lima', kind: 'personal', plan: 'free', role: 'owner' },
+        { id: EXAMPLE.teamId, name: 'Checkout team', kind: 'team', plan: 'teams', role: 'owner' },
+      ],
+      signInMethods: [EXAMPLE_METHOD],
+    },
+  ],
 } as const);
 
 const ok = named('Ok', {
@@ -42,11 +65,12 @@ const ok = named('Ok', {
   required: ['ok'],
   properties: { ok: { type: 'boolean', description: 'Always `true`.' } },
   additionalProperties: false,
+  examples: [{ ok: true }],
 } as const);
 
 const common = { tag: 'Cloud account', cloudOnly: true, tenant: false, auth: ['cloud-session'] } as const;
 
-const me = (principal: Principal) => principal.personId!;
+const me = (principal: Principal) => principal.personId;
 
 export function accountRoutes(accounts: AccountService, signIn: Pick<SignInAccounts, 'issueLinkTicket'>): RouteDefinition[] {
   return [
@@ -57,6 +81,7 @@ export function accountRoutes(accounts: AccountService, signIn: Pick<SignInAccou
       operationId: 'getMe',
       permission: { authenticated: "the caller's own account: a Cloud session reaches only its own person" },
       summary: 'The signed-in person',
+      description: 'Who the Cloud session belongs to: name, address, every organisation with their role (personal first), and every sign-in method.',
       schemas: {},
       responses: { 200: { description: 'The person, their organisations and sign-in methods.', schema: personSchema } },
       handler: async ({ principal }) => ({ status: 200, body: await accounts.me(me(principal)), headers: { 'Cache-Control': 'no-store' } }),
@@ -68,12 +93,14 @@ export function accountRoutes(accounts: AccountService, signIn: Pick<SignInAccou
       operationId: 'updateMe',
       permission: { authenticated: "the caller's own account: a Cloud session reaches only its own person" },
       summary: 'Rename the signed-in person',
+      description: "Changes the person's display name (shown to the teams they belong to).",
       schemas: {
         body: {
           type: 'object',
           required: ['name'],
           properties: { name: { type: 'string', minLength: 1, maxLength: 100, description: '1 to 100 characters (not only spaces; trimmed).' } },
           additionalProperties: false,
+          examples: [{ name: 'Ana Lima' }],
         },
       },
       responses: { 200: { description: 'Renamed.', schema: ok } },
@@ -99,6 +126,7 @@ export function accountRoutes(accounts: AccountService, signIn: Pick<SignInAccou
           required: ['confirm'],
           properties: { confirm: { type: 'string', maxLength: 320, description: "The account's email address, or the word `delete` when it has none." } },
           additionalProperties: false,
+          examples: [{ confirm: EXAMPLE.email }],
         },
       },
       responses: {
@@ -149,6 +177,7 @@ export function accountRoutes(accounts: AccountService, signIn: Pick<SignInAccou
               expiresIn: { type: 'integer', description: 'Seconds it stays valid (300).' },
             },
             additionalProperties: false,
+            examples: [{ ticket: 'platform_lt_Rt7yU1iO5pA9sD3fG8hJ2kL6zX0cV4bN8mQ2wE6rT0y', expiresIn: 300 }],
           },
         },
       },

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
-import { audit } from '../../audit.js';
+import { audit, NO_AUDIT_TRAIL, type AuditTrail } from '../../audit.js';
 import { ApiError, conflict, invalidRequest, notFound } from '../../errors.js';
 import { timestamp } from '../../util/clock.js';
 import { organisationSummary } from '../organisation/schemas.js';
@@ -19,6 +19,8 @@ export class AccountService {
     private readonly logger: Logger,
     /** The sign-in module's methods and sessions (src/app.ts passes its store). */
     private readonly store: AccountSignInRows,
+    /** Where each change leaves its audit row, in its transaction. */
+    private readonly trail: AuditTrail = NO_AUDIT_TRAIL,
   ) {}
 
   private async person(personId: string) {
@@ -52,7 +54,10 @@ export class AccountService {
     const trimmed = name.trim();
     if (trimmed.length < 1 || [...trimmed].length > 100) throw invalidRequest('name must be 1 to 100 characters, not only spaces', { field: 'body.name' });
     await this.person(personId);
-    await this.organisations.updatePerson(personId, { name: trimmed });
+    await this.dataSource.transaction(async (manager) => {
+      await this.organisations.updatePerson(personId, { name: trimmed }, manager);
+      await this.trail.record(manager, { action: 'person.renamed', organisationId, actor: { kind: 'cloud-session', personId }, target: { personId } });
+    });
     audit(this.logger, { action: 'person.renamed', organisationId, actor: { kind: 'cloud-session', personId }, target: { personId } });
   }
 
@@ -76,6 +81,7 @@ export class AccountService {
         const next = remaining.find((candidate) => candidate.emailVerified && candidate.email !== null)?.email ?? null;
         await this.organisations.updatePerson(personId, { email: next }, manager);
       }
+      await this.trail.record(manager, { action: 'sign_in_method.removed', organisationId, actor: { kind: 'cloud-session', personId }, target: { personId, signInMethodId: methodId } });
       return (await store.sessionsStartedWith(method.id)).filter((id) => id !== currentSessionId);
     });
     if (ended.length) await this.sessions.end(...ended);
@@ -92,7 +98,7 @@ export class AccountService {
     if (confirm.trim().toLowerCase() !== expected.toLowerCase()) {
       throw new ApiError(400, 'confirm', person.email ? 'confirm must be the account\'s email address' : 'confirm must be the word delete');
     }
-    const deleted = await this.organisations.deleteCloudPerson(personId);
+    const deleted = await this.organisations.deleteCloudPerson(personId, { organisationId, actor: { kind: 'cloud-session', personId } });
     audit(this.logger, {
       action: 'person.deleted',
       organisationId,

@@ -89,7 +89,7 @@ const jsonRpcMessageSchema = named('JsonRpcMessage', {
     jsonrpc: { type: 'string', const: '2.0', description: 'Always `2.0`.' },
     id: { type: ['string', 'integer'], description: 'Request or response id.' },
     method: { type: 'string', description: 'The method (requests and notifications).' },
-    params: { type: ['object', 'array'], description: 'Its parameters.' },
+    params: { type: ['object', 'array'], items: true, description: 'Its parameters: by name (an object) or by position (an array of any values).' },
     result: { description: 'A response\'s result.' },
     error: { type: 'object', description: "A response's error." },
   },
@@ -98,6 +98,8 @@ const jsonRpcMessageSchema = named('JsonRpcMessage', {
 const mcpBodySchema = {
   description: 'One JSON-RPC message, or a batch (an array of 1 to 100).',
   oneOf: [jsonRpcMessageSchema, { type: 'array', minItems: 1, maxItems: MAX_BATCH, items: jsonRpcMessageSchema, description: 'A batch.' }],
+  // A notification: relayed, answered 202 whether the workbench is connected or not. A request (`id`) is answered 200 with its response.
+  examples: [{ jsonrpc: '2.0', method: 'notifications/initialized' }],
 } as const;
 
 /** What the body may hold: JSON-RPC messages nest little; the 1 MB body bounds the rest. */
@@ -108,6 +110,7 @@ function messageLimits(maxBytes: number): JsonLimits {
 const mcpAnswerSchema = {
   description: 'The response to the request, or (for a batch) the array of responses, in the order of the requests.',
   oneOf: [{ type: 'object', description: 'A JSON-RPC response.' }, { type: 'array', items: { type: 'object', description: 'A JSON-RPC response.' }, description: 'Responses of a batch.' }],
+  examples: [{ jsonrpc: '2.0', id: 1, result: { tools: [{ name: 'tasks.read', description: 'Read the tasks of the workspace.', inputSchema: { type: 'object' } }] } }],
 } as const;
 
 function rpcError(id: JsonRpcId | null, code: number, message: string, data?: Record<string, unknown>): Record<string, unknown> {
@@ -196,7 +199,7 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
   async function relay(principal: Principal, iss: string, entry: Classified): Promise<RelayOutcome> {
     if (entry.kind === 'invalid') throw new Error('invalid entries are not relayed');
     const assertion = await deps.keys.sign(
-      { iss, sub: principal.personId!, aud: principal.deviceId!, scope: ASSERTION_SCOPE, run_id: principal.runId! },
+      { iss, sub: principal.personId, aud: principal.deviceId!, scope: ASSERTION_SCOPE, run_id: principal.runId! },
       ASSERTION_TYPE,
     );
     return deps.hub.call(principal.deviceId!, { runId: principal.runId!, assertion, message: entry.message });
@@ -292,6 +295,7 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
       summary: "GET on a run's MCP endpoint: not served",
       description: 'The endpoint offers no server-sent event stream (JSON answers only): 405 with `Allow: POST`, which MCP clients take as "no stream".',
       tag: 'Cloud agents',
+      params: runIdParams,
     }),
     refusedMethod({
       method: 'delete',
@@ -300,6 +304,7 @@ export function mcpRoutes(deps: McpDependencies): RouteDefinition[] {
       summary: "DELETE on a run's MCP endpoint: not served",
       description: 'The endpoint keeps no MCP session (it issues no `Mcp-Session-Id`): 405 with `Allow: POST`. End the run with `POST …/end`.',
       tag: 'Cloud agents',
+      params: runIdParams,
     }),
   ];
 }

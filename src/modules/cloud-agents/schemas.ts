@@ -1,3 +1,4 @@
+import { EXAMPLE } from '../../http/examples.js';
 import { named, timestampSchema } from '../../http/schema.js';
 import { MAX_SENTENCE_LENGTH, MAX_URL_LENGTH } from './entities.js';
 
@@ -43,6 +44,17 @@ export const registerRunSchema = named('CloudAgentRunRegistration', {
     startedBy: idText("The person who started the run: when sent, it must be the device's person.", 40),
   },
   additionalProperties: false,
+  examples: [
+    {
+      provider: 'codex',
+      projectId: EXAMPLE.projectId,
+      workspaceId: EXAMPLE.workspaceId,
+      team: 'acme',
+      member: 'ana',
+      task: 'Retry failed card payments once before showing the error.',
+      tools: ['tasks.create', 'tasks.read'],
+    },
+  ],
 } as const);
 
 export const registeredRunSchema = named('CloudAgentRun', {
@@ -65,6 +77,17 @@ export const registeredRunSchema = named('CloudAgentRun', {
     },
   },
   additionalProperties: false,
+  examples: [
+    {
+      runId: EXAMPLE.runId,
+      expiresAt: '2026-11-03T14:15:30.000Z',
+      mcp: {
+        url: `https://api.platform.example/cloud-agents/v1/runs/${EXAMPLE.runId}/mcp`,
+        token: 'platform_cr_Ty5uI9oP3aS7dF1gH6jK0lZ4xC8vB2nM6qW0eR4tY8u',
+        expiresAt: '2026-11-03T14:15:30.000Z',
+      },
+    },
+  ],
 } as const);
 
 export const runEventSchema = named('CloudAgentRunEvent', {
@@ -90,6 +113,14 @@ export const runEventsSchema = {
     events: { type: 'array', minItems: 1, maxItems: MAX_EVENTS_PER_REQUEST, items: runEventSchema, description: 'The events, oldest first.' },
   },
   additionalProperties: false,
+  examples: [
+    {
+      events: [
+        { at: '2026-11-03T10:16:02.000Z', kind: 'started', providerTaskId: 'task-42', pageUrl: 'https://agents.example/tasks/42' },
+        { at: '2026-11-03T10:31:47.000Z', kind: 'pull_request_opened', pullRequestUrl: 'https://git.example/acme/checkout/pull/318', sentence: 'Opened a pull request with the retry and its tests.' },
+      ],
+    },
+  ],
 } as const;
 
 export const runEventsAnswerSchema = {
@@ -98,6 +129,7 @@ export const runEventsAnswerSchema = {
   required: ['accepted'],
   properties: { accepted: { type: 'integer', description: 'How many events were stored (all that were sent).' } },
   additionalProperties: false,
+  examples: [{ accepted: 2 }],
 } as const;
 
 export const endedRunSchema = named('CloudAgentRunEnded', {
@@ -109,6 +141,7 @@ export const endedRunSchema = named('CloudAgentRunEnded', {
     endedAt: { type: 'string', description: 'When it was first ended.' },
   },
   additionalProperties: false,
+  examples: [{ runId: EXAMPLE.runId, endedAt: '2026-11-03T10:42:05.311Z' }],
 } as const);
 
 export const runIdParams = {

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { abilityOf, authorize, defineAbilityFor } from '../../../policies/index.js';
-import { audit, actorOf } from '../../audit.js';
+import { audit, actorOf, NO_AUDIT_TRAIL, type AuditTrail } from '../../audit.js';
 import type { Principal, ProjectRole } from '../../auth/principal.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import { ApiError, conflict, invalidRequest, notFound } from '../../errors.js';
@@ -54,9 +54,11 @@ export interface CloudAgentDependencies {
   dataSource: DataSource;
   clock: Clock;
   logger: Logger;
+  /** Where registering and ending a run leave their audit row, in their transaction. */
+  trail?: AuditTrail;
   /** `get` throws 404 when the project is not the organisation's; `rolesOf` is a person's project roles. */
   projects: {
-    get(organisationId: string, projectId: string): Promise<unknown>;
+    get(organisationId: string, projectId: string): Promise<{ id: string; organisationId: string }>;
     rolesOf(organisationId: string, personId: string): Promise<Map<string, ProjectRole>>;
   };
   policies: { effective(organisationId: string, projectId?: string): Promise<EffectivePolicy> };
@@ -94,15 +96,15 @@ export class CloudAgentService {
       throw new ApiError(403, 'workbench_required', 'only a workbench registers cloud agent runs; nodes do not');
     }
     const personId = principal.personId;
-    if (personId === undefined || principal.deviceId === undefined) throw new ApiError(403, 'workbench_required', 'only a workbench registers cloud agent runs');
+    if (principal.deviceId === undefined) throw new ApiError(403, 'workbench_required', 'only a workbench registers cloud agent runs');
     if (input.startedBy !== undefined && input.startedBy !== personId) {
       throw new ApiError(403, 'started_by_mismatch', "startedBy must be the device's own person", { extra: { field: 'body.startedBy' } });
     }
-    await this.deps.projects.get(organisationId, input.projectId);
+    const project = await this.deps.projects.get(organisationId, input.projectId);
     const inProject = defineAbilityFor({ ...principal, projectRoles: await this.deps.projects.rolesOf(organisationId, personId) });
     // As the projects API and pictures answer the same person: as if there were no such project.
-    authorize(inProject, 'create', 'CloudAgentRun', { organisationId, projectId: input.projectId }, () => notFound('no such project'));
-    const { policy } = await this.deps.policies.effective(organisationId, input.projectId);
+    authorize(inProject, 'create', 'CloudAgentRun', { organisationId: project.organisationId, projectId: project.id }, () => notFound('no such project'));
+    const { policy } = await this.deps.policies.effective(organisationId, project.id);
     if (!policy.cloudAgents.allowed) {
       throw new ApiError(403, 'cloud_agents_disabled', "the project's policy does not allow cloud agent runs");
     }
@@ -119,7 +121,7 @@ export class CloudAgentService {
     const run: CloudAgentRunRecord = {
       id: newId('run'),
       organisationId,
-      projectId: input.projectId,
+      projectId: project.id,
       deviceId: principal.deviceId,
       personId,
       provider: input.provider,
@@ -142,6 +144,12 @@ export class CloudAgentService {
           throw conflict('max_concurrent_runs', `you already have ${running} cloud agent runs going; the policy allows ${maxConcurrent} at a time (end one first)`, { max: maxConcurrent });
         }
         await store.insertRun(run);
+        await (this.deps.trail ?? NO_AUDIT_TRAIL).record(manager, {
+          action: 'cloud_agent_run.registered',
+          organisationId,
+          actor: actorOf(principal),
+          target: { runId: run.id, projectId: run.projectId, provider: run.provider, mcp: withMcp },
+        });
       })
       .catch((error: unknown) => {
         // The project (or the device, or its person) was deleted between the checks and the
@@ -197,6 +205,7 @@ export class CloudAgentService {
       const run = await this.ownRun(store, principal, runId);
       if (run.endedAt) return { endedAt: run.endedAt, ended: false };
       await store.endRun(run.id, now);
+      await (this.deps.trail ?? NO_AUDIT_TRAIL).record(manager, { action: 'cloud_agent_run.ended', organisationId: principal.organisationId, actor: actorOf(principal), target: { runId } });
       return { endedAt: now, ended: true };
     });
     if (ended) {

@@ -1,3 +1,4 @@
+import { EXAMPLE } from '../../http/examples.js';
 import { abilityOf, authorize, type Action } from '../../../policies/index.js';
 import { actorOf, audit } from '../../audit.js';
 import type { Principal } from '../../auth/principal.js';
@@ -43,6 +44,21 @@ function allow(principal: Principal, action: Action, type: 'JoinKey' | 'Device',
   authorize(ability, action, type, record);
 }
 
+const EXAMPLE_JOIN_KEY = { id: EXAMPLE.joinKeyId, description: 'Build runners', createdBy: { id: EXAMPLE.personId, name: 'Ana Lima' }, createdAt: '2026-11-02T11:05:00.000Z', expiresAt: '2026-11-09T11:05:00.000Z', lastUsedAt: null, revokedAt: null, useCount: 0, reusable: true, state: 'active' };
+const EXAMPLE_DEVICE = {
+  id: EXAMPLE.deviceId,
+  name: "Ana's laptop",
+  kind: 'workbench',
+  workspaceId: EXAMPLE.workspaceId,
+  nodeId: null,
+  approver: { id: EXAMPLE.personId, name: 'Ana Lima' },
+  enrolledVia: 'device_code',
+  joinKeyId: null,
+  createdAt: '2026-11-02T09:40:12.004Z',
+  lastSeenAt: '2026-11-03T10:15:30.000Z',
+  keyBound: true,
+};
+
 const personSchema = (description: string) =>
   ({
     type: 'object',
@@ -78,6 +94,7 @@ const joinKeySchema = named('JoinKey', {
     },
   },
   additionalProperties: false,
+  examples: [EXAMPLE_JOIN_KEY],
 } as const);
 
 const createdJoinKeySchema = named('CreatedJoinKey', {
@@ -93,6 +110,7 @@ const createdJoinKeySchema = named('CreatedJoinKey', {
     joinKey: joinKeySchema,
   },
   additionalProperties: false,
+  examples: [{ key: EXAMPLE.joinKey, joinKey: EXAMPLE_JOIN_KEY }],
 } as const);
 
 const createJoinKeySchema = {
@@ -110,6 +128,7 @@ const createJoinKeySchema = {
     reusable: { type: 'boolean', description: 'Enrol any number of nodes until expiry or revocation; default false (one node).' },
   },
   additionalProperties: false,
+  examples: [{ description: 'Build runners', expiresInSeconds: 604800, reusable: true }],
 } as const;
 
 const joinKeyParamsSchema = {
@@ -143,6 +162,7 @@ const adminDeviceSchema = named('AdminDevice', {
     keyBound: { type: 'boolean', description: 'Whether its tokens are bound to a key it holds (DPoP).' },
   },
   additionalProperties: false,
+  examples: [EXAMPLE_DEVICE],
 } as const);
 
 const deviceParamsSchema = {
@@ -185,11 +205,11 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
       handler: async ({ body, principal, tenant, req }) => {
         const { key, view } = await joinKeys.create({
           organisationId: tenant!.id,
-          createdBy: principal.personId!,
+          createdBy: principal.personId,
           description: body.description.trim(),
           expiresInSeconds: body.expiresInSeconds ?? JOIN_KEY_DEFAULT_TTL_SECONDS,
           reusable: body.reusable ?? false,
-        });
+        }, actorOf(principal));
         audit(req.log, {
           action: 'join_key.created',
           organisationId: tenant!.id,
@@ -218,6 +238,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
             required: ['joinKeys', 'nextCursor'],
             properties: { joinKeys: { type: 'array', items: joinKeySchema, description: 'Join keys, newest first.' }, nextCursor: nextCursorSchema },
             additionalProperties: false,
+            examples: [{ joinKeys: [EXAMPLE_JOIN_KEY], nextCursor: null }],
           },
         },
       },
@@ -245,7 +266,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
         // The chain asked about the role first (permission), so a member learns nothing of which keys exist.
         const record = await joinKeys.find(tenant!.id, params.joinKeyId);
         allow(principal, 'delete', 'JoinKey', record);
-        await joinKeys.revoke(record);
+        await joinKeys.revoke(record, actorOf(principal));
         audit(req.log, { action: 'join_key.revoked', organisationId: tenant!.id, actor: actorOf(principal), target: { joinKeyId: record.id } });
         return { status: 204 };
       },
@@ -269,6 +290,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
             required: ['devices', 'nextCursor'],
             properties: { devices: { type: 'array', items: adminDeviceSchema, description: 'Devices, newest first.' }, nextCursor: nextCursorSchema },
             additionalProperties: false,
+            examples: [{ devices: [EXAMPLE_DEVICE], nextCursor: null }],
           },
         },
       },
@@ -298,7 +320,7 @@ export function deviceAdminRoutes({ joinKeys, devices, tokens }: DeviceAdminRout
         const device = await devices.findDevice(params.deviceId);
         if (!device || device.organisationId !== tenant!.id) throw notFound('no device has this id');
         allow(principal, 'delete', 'Device', device);
-        if (!device.revokedAt) await tokens.revokeDevice(device.id);
+        await tokens.revokeByAdministrator(device, actorOf(principal));
         audit(req.log, { action: 'device.revoked', organisationId: tenant!.id, actor: actorOf(principal), target: { deviceId: device.id, kind: device.kind } });
         return { status: 204 };
       },

@@ -29,7 +29,7 @@ const FORBIDDEN = 'Another person claimed the code, or the code is a node\'s and
 
 function approverOf(principal: Principal): Approver {
   const actor = principal;
-  return { personId: actor.personId!, organisationId: actor.organisationId, role: actor.role };
+  return { personId: actor.personId, organisationId: actor.organisationId, role: actor.role };
 }
 
 /** A decision on a device's enrolment is an administrative change: one audit line, never the code. */
@@ -92,7 +92,7 @@ export function approvalRoutes(deviceCodes: DeviceCodeService): RouteDefinition[
         404: { description: NOT_FOUND },
       },
       handler: async ({ body, principal, req }) => {
-        const device = await deviceCodes.decide(body.userCode, approverOf(principal), decision);
+        const device = await deviceCodes.decide(body.userCode, approverOf(principal), decision, actorOf(principal));
         auditDecision(req.log, principal, device, outcome);
         return answer(device, outcome);
       },

@@ -1,3 +1,4 @@
+import { NO_AUDIT_TRAIL, type AuditActor, type AuditTrail } from '../../audit.js';
 import { randomInt } from 'node:crypto';
 import { defineAbilityFor, permits } from '../../../policies/index.js';
 import type { DataSource, EntityManager } from 'typeorm';
@@ -113,6 +114,7 @@ export class DeviceCodeService {
     private readonly settings: DeviceCodeSettings,
     private readonly tokens: DeviceTokenService,
     private readonly organisations: OrganisationService,
+    private readonly trail: AuditTrail = NO_AUDIT_TRAIL,
   ) {
     this.devices = new DeviceStore(dataSource);
   }
@@ -286,22 +288,31 @@ export class DeviceCodeService {
     return this.view(record, userCode);
   }
 
-  async decide(userCode: string, approver: Approver, decision: 'approve' | 'deny'): Promise<PendingDevice> {
+  async decide(userCode: string, approver: Approver, decision: 'approve' | 'deny', actor: AuditActor): Promise<PendingDevice> {
     const record = await this.findForApprover(userCode, approver);
     await this.claim(record, approver);
-    const result = await this.dataSource.manager
-      .createQueryBuilder()
-      .update(DeviceAuthorizationEntity)
-      .set({
-        status: decision === 'approve' ? 'approved' : 'denied',
-        decidedBy: approver.personId,
-        decidedAt: this.clock.now(),
+    await this.dataSource.transaction(async (manager) => {
+      const result = await manager
+        .createQueryBuilder()
+        .update(DeviceAuthorizationEntity)
+        .set({
+          status: decision === 'approve' ? 'approved' : 'denied',
+          decidedBy: approver.personId,
+          decidedAt: this.clock.now(),
+          organisationId: approver.organisationId,
+        })
+        // An approval that lands just past expiry is harmless: the poll refuses expired codes.
+        .where("id = :id AND status = 'pending' AND claimed_by = :person", { id: record.id, person: approver.personId })
+        .execute();
+      if ((result.affected ?? 0) !== 1) throw notFound('no pending request has this code; check it, or ask the device for a new one');
+      // The device, never the code.
+      await this.trail.record(manager, {
+        action: decision === 'approve' ? 'device.approved' : 'device.denied',
         organisationId: approver.organisationId,
-      })
-      // An approval that lands just past expiry is harmless: the poll refuses expired codes.
-      .where("id = :id AND status = 'pending' AND claimed_by = :person", { id: record.id, person: approver.personId })
-      .execute();
-    if ((result.affected ?? 0) !== 1) throw notFound('no pending request has this code; check it, or ask the device for a new one');
+        actor,
+        target: { kind: record.kind, name: record.name },
+      });
+    });
     return this.view(record, userCode);
   }
 
@@ -329,15 +340,18 @@ export class DeviceCodeService {
    * any pending code of the organisation (or of none yet), whoever opened it. No one is recorded
    * as deciding; the device is told `access_denied` at its next poll.
    */
-  async denyAsOperator(userCode: string, organisationId: string): Promise<PendingDevice> {
+  async denyAsOperator(userCode: string, organisationId: string, actor: AuditActor): Promise<PendingDevice> {
     const record = await this.findPending(userCode, organisationId);
-    const result = await this.dataSource.manager
-      .createQueryBuilder()
-      .update(DeviceAuthorizationEntity)
-      .set({ status: 'denied', decidedAt: this.clock.now(), organisationId })
-      .where("id = :id AND status = 'pending'", { id: record.id })
-      .execute();
-    if ((result.affected ?? 0) !== 1) throw notFound('no pending request has this code; check it, or ask the device for a new one');
+    await this.dataSource.transaction(async (manager) => {
+      const result = await manager
+        .createQueryBuilder()
+        .update(DeviceAuthorizationEntity)
+        .set({ status: 'denied', decidedAt: this.clock.now(), organisationId })
+        .where("id = :id AND status = 'pending'", { id: record.id })
+        .execute();
+      if ((result.affected ?? 0) !== 1) throw notFound('no pending request has this code; check it, or ask the device for a new one');
+      await this.trail.record(manager, { action: 'device.denied', organisationId, actor, target: { kind: record.kind, name: record.name } });
+    });
     return this.view(record, userCode);
   }
 

@@ -1,8 +1,9 @@
+import { NO_AUDIT_TRAIL, type AuditActor, type AuditTrail } from '../../audit.js';
 import { randomBytes } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import { isUniqueViolation } from '../../db/errors.js';
 import { notFound } from '../../errors.js';
-import type { Clock } from '../../util/clock.js';
+import { timestamp, type Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { hashSecret, safeEqual } from '../../util/secrets.js';
 import type { OrganisationService } from '../organisation/service.js';
@@ -143,13 +144,14 @@ export class JoinKeyService {
     private readonly clock: Clock,
     private readonly tokens: DeviceTokenService,
     private readonly organisations: OrganisationService,
+    private readonly trail: AuditTrail = NO_AUDIT_TRAIL,
   ) {
     this.store = new JoinKeyStore(dataSource);
     this.devices = new DeviceStore(dataSource);
   }
 
   /** A new key; the answer is the only place its value ever appears. */
-  async create(input: NewJoinKey): Promise<{ key: string; view: JoinKeyView }> {
+  async create(input: NewJoinKey, actor: AuditActor): Promise<{ key: string; view: JoinKeyView }> {
     const now = this.clock.now();
     for (let attempt = 0; ; attempt++) {
       const lookup = randomBytes(LOOKUP_HEX_DIGITS / 2).toString('hex');
@@ -169,7 +171,15 @@ export class JoinKeyService {
         createdAt: now,
       };
       try {
-        await this.store.insert(record);
+        await this.dataSource.transaction(async (manager) => {
+          await this.store.withManager(manager).insert(record);
+          await this.trail.record(manager, {
+            action: 'join_key.created',
+            organisationId: record.organisationId,
+            actor,
+            target: { joinKeyId: record.id, reusable: record.reusable, expiresAt: timestamp(record.expiresAt) },
+          });
+        });
       } catch (error) {
         // 64 random bits collide about never; draw again rather than fail if they do.
         if (attempt < 3 && isUniqueViolation(error)) continue;
@@ -195,8 +205,11 @@ export class JoinKeyService {
   }
 
   /** Revoking twice is harmless; devices the key enrolled keep working (revoke those one by one). */
-  async revoke(record: JoinKeyRecord): Promise<void> {
-    await this.store.revoke(record.id, this.clock.now());
+  async revoke(record: JoinKeyRecord, actor: AuditActor): Promise<void> {
+    await this.dataSource.transaction(async (manager) => {
+      await this.store.withManager(manager).revoke(record.id, this.clock.now());
+      await this.trail.record(manager, { action: 'join_key.revoked', organisationId: record.organisationId, actor, target: { joinKeyId: record.id } });
+    });
   }
 
   /**

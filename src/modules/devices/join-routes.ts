@@ -1,3 +1,4 @@
+import { EXAMPLE } from '../../http/examples.js';
 import type { DpopVerifier } from '../../auth/dpop.js';
 import { invalidRequest } from '../../errors.js';
 import type { RateLimitRule } from '../../http/rate-limit.js';
@@ -61,6 +62,13 @@ const joinRequestSchema = {
     },
   },
   additionalProperties: false,
+  examples: [
+    {
+      key: EXAMPLE.joinKey,
+      name: 'build-runner-3',
+      manifest: { schemaVersion: 1, nodeId: 'node-7f3a9c', name: 'build-runner-3', kind: 'node', owner: { type: 'user' }, os: 'linux', arch: 'x64' },
+    },
+  ],
 } as const;
 
 export function joinRoutes(options: { joinKeys: JoinKeyService; dpop: DpopVerifier }): RouteDefinition[] {

@@ -1,3 +1,4 @@
+import type { AuditTrail } from '../../audit.js';
 import type { DataSource } from 'typeorm';
 import type { DpopVerifier } from '../../auth/dpop.js';
 import type { Deployment } from '../../deployment.js';
@@ -28,17 +29,17 @@ export interface DevicesModule {
 }
 
 export function createDevicesModule(
-  deps: { dataSource: DataSource; clock: Clock; organisations: OrganisationService },
+  deps: { dataSource: DataSource; clock: Clock; organisations: OrganisationService; trail?: AuditTrail },
   settings: TokenLifetimes & DeviceCodeSettings,
 ): DevicesModule {
-  const { dataSource, clock, organisations } = deps;
+  const { dataSource, clock, organisations, trail } = deps;
   // A device works only while the person who approved it is a member of its organisation.
-  const tokens = new DeviceTokenService(dataSource, clock, settings, async (organisationId, personId) => (await organisations.roleOf(organisationId, personId)) !== undefined);
+  const tokens = new DeviceTokenService(dataSource, clock, settings, async (organisationId, personId) => (await organisations.roleOf(organisationId, personId)) !== undefined, trail);
   return {
     store: new DeviceStore(dataSource),
     tokens,
-    joinKeys: new JoinKeyService(dataSource, clock, tokens, organisations),
-    deviceCodes: new DeviceCodeService(dataSource, clock, settings, tokens, organisations),
+    joinKeys: new JoinKeyService(dataSource, clock, tokens, organisations, trail),
+    deviceCodes: new DeviceCodeService(dataSource, clock, settings, tokens, organisations, trail),
   };
 }
 

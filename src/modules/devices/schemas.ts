@@ -1,3 +1,4 @@
+import { EXAMPLE } from '../../http/examples.js';
 import { named, timestampSchema } from '../../http/schema.js';
 import { USER_CODE_ALPHABET } from './device-code.js';
 
@@ -19,6 +20,16 @@ export const tokenAnswerSchema = named('DeviceTokenAnswer', {
     },
   },
   additionalProperties: false,
+  examples: [
+    {
+      access_token: EXAMPLE.accessToken,
+      refresh_token: EXAMPLE.refreshToken,
+      expires_in: 3600,
+      token_type: 'DPoP',
+      device_id: EXAMPLE.deviceId,
+      scope: 'organisation:read policy:read ingest:write relay:connect cloud-agents:write pictures:read pictures:write',
+    },
+  ],
 } as const);
 
 // Device-code enrolment (RFC 8628) and its approval in the console ------------------------
@@ -54,6 +65,7 @@ export const deviceCodeRequestSchema = {
     },
   },
   additionalProperties: false,
+  examples: [{ workspaceId: EXAMPLE.workspaceId, name: "Ana's laptop", kind: 'workbench' }],
 } as const;
 
 export const deviceCodeAnswerSchema = named('DeviceAuthorization', {
@@ -73,6 +85,16 @@ export const deviceCodeAnswerSchema = named('DeviceAuthorization', {
     expires_in: { type: 'integer', minimum: 1, description: 'Seconds until `device_code` and `user_code` expire.' },
   },
   additionalProperties: false,
+  examples: [
+    {
+      device_code: EXAMPLE.deviceCode,
+      user_code: EXAMPLE.userCode,
+      verification_uri: 'https://api.platform.example/device',
+      verification_uri_complete: `https://api.platform.example/device?user_code=${EXAMPLE.userCode}`,
+      interval: 5,
+      expires_in: 600,
+    },
+  ],
 } as const);
 
 export const deviceTokenRequestSchema = {
@@ -93,6 +115,7 @@ export const deviceTokenRequestSchema = {
     },
   },
   additionalProperties: false,
+  examples: [{ grant_type: DEVICE_CODE_GRANT_TYPE, device_code: EXAMPLE.deviceCode }],
 } as const;
 
 export const userCodeRequestSchema = {
@@ -103,6 +126,7 @@ export const userCodeRequestSchema = {
     userCode: { type: 'string', minLength: 1, maxLength: 32, description: 'The user code, `XXXX-XXXX`; case, spaces and dashes do not matter.' },
   },
   additionalProperties: false,
+  examples: [{ userCode: EXAMPLE.userCode }],
 } as const;
 
 export const deviceApprovalSchema = named('DeviceApproval', {
@@ -122,4 +146,18 @@ export const deviceApprovalSchema = named('DeviceApproval', {
     keyBound: { type: 'boolean', description: 'Whether the tokens will be bound to a key the device holds (DPoP).' },
   },
   additionalProperties: false,
+  examples: [
+    {
+      status: 'pending',
+      userCode: EXAMPLE.userCode,
+      name: "Ana's laptop",
+      kind: 'workbench',
+      workspaceId: EXAMPLE.workspaceId,
+      requestedAt: '2026-11-02T09:38:51.227Z',
+      expiresAt: '2026-11-02T09:48:51.227Z',
+      requesterAddress: '203.0.113.24',
+      requesterUserAgent: 'workbench/1.8.2 (linux; x64)',
+      keyBound: true,
+    },
+  ],
 } as const);

@@ -1,3 +1,4 @@
+import { EXAMPLE } from '../../http/examples.js';
 import { DpopError, type DpopVerifier } from '../../auth/dpop.js';
 import { ApiError } from '../../errors.js';
 import { dpopProofHeader, NO_STORE, noStoreHeader, oauthErrorAnswer, proofRefusal, verifyTokenEndpointProof } from '../oauth/token-endpoint.js';
@@ -34,6 +35,7 @@ const refreshRequestSchema = {
     },
   },
   additionalProperties: false,
+  examples: [{ grant_type: REFRESH_GRANT_TYPE, refresh_token: EXAMPLE.refreshToken }],
 } as const;
 
 export function tokenRoutes(options: { tokens: DeviceTokenService; dpop: DpopVerifier }): RouteDefinition[] {

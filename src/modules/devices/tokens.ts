@@ -1,3 +1,4 @@
+import { NO_AUDIT_TRAIL, type AuditActor, type AuditTrail } from '../../audit.js';
 import type { DataSource, EntityManager } from 'typeorm';
 import { pairWithinGrace, sealPair } from '../../auth/refresh-grace.js';
 import { ApiError } from '../../errors.js';
@@ -45,6 +46,7 @@ export class DeviceTokenService {
     private readonly lifetimes: TokenLifetimes,
     /** Whether the device's person still belongs to its organisation (checked at every refresh). */
     private readonly isMember: (organisationId: string, personId: string) => Promise<boolean> = async () => true,
+    private readonly trail: AuditTrail = NO_AUDIT_TRAIL,
   ) {
     this.store = new DeviceStore(dataSource);
   }
@@ -159,5 +161,13 @@ export class DeviceTokenService {
 
   async revokeDevice(deviceId: string): Promise<void> {
     await this.dataSource.transaction((manager) => this.store.withManager(manager).revokeDevice(deviceId, this.clock.now()));
+  }
+
+  /** An administrator's revocation: its audit row in the same transaction (revoking twice is harmless, and audited again). */
+  async revokeByAdministrator(device: Pick<DeviceRecord, 'id' | 'organisationId' | 'kind' | 'revokedAt'>, actor: AuditActor): Promise<void> {
+    await this.dataSource.transaction(async (manager) => {
+      if (!device.revokedAt) await this.store.withManager(manager).revokeDevice(device.id, this.clock.now());
+      await this.trail.record(manager, { action: 'device.revoked', organisationId: device.organisationId, actor, target: { deviceId: device.id, kind: device.kind } });
+    });
   }
 }

@@ -1,3 +1,4 @@
+import { EXAMPLE } from '../../http/examples.js';
 import { named } from '../../http/schema.js';
 
 export const discoveryDocumentSchema = named('DiscoveryDocument', {
@@ -35,4 +36,14 @@ export const discoveryDocumentSchema = named('DiscoveryDocument', {
     },
   },
   additionalProperties: false,
+  examples: [
+    {
+      edition: 'enterprise',
+      apiBaseUrl: 'https://platform.acme.example',
+      organisation: { id: EXAMPLE.organisationId, name: 'Acme' },
+      auth: { issuer: 'https://login.acme.example', clientId: 'platform-workbench', apiScope: 'api://platform/access' },
+      dpopSigningAlgs: ['ES256', 'EdDSA'],
+    },
+    { edition: 'cloud', apiBaseUrl: 'https://api.platform.example', dpopSigningAlgs: ['ES256', 'EdDSA'] },
+  ],
 } as const);

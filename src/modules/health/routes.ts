@@ -30,6 +30,7 @@ const healthSchema = named('Health', {
   required: ['status'],
   properties: { status: { type: 'string', const: 'ok', description: 'Always `ok`.' } },
   additionalProperties: false,
+  examples: [{ status: 'ok' }],
 } as const);
 
 const readinessSchema = named('Readiness', {
@@ -46,6 +47,7 @@ const readinessSchema = named('Readiness', {
     },
   },
   additionalProperties: false,
+  examples: [{ status: 'ready', checks: { database: 'ok', migrations: 'ok', redis: 'ok', rateLimits: 'ok', replayCache: 'ok', relay: 'ok' } }],
 } as const);
 
 const notReadySchema = named('NotReady', {
@@ -107,6 +109,7 @@ export function healthRoutes(probes: readonly ReadinessProbe[], options: { timeo
       operationId: 'getLiveness',
       permission: 'public',
       summary: 'Liveness probe (no I/O)',
+      description: 'Answers while the process runs, without asking any dependency: for an orchestrator deciding whether to restart it (readiness is `GET /readyz`).',
       tag: 'Health',
       extension: true,
       tenant: false,

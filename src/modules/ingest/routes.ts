@@ -1,3 +1,4 @@
+import { EXAMPLE } from '../../http/examples.js';
 import { abilityOf, authorize } from '../../../policies/index.js';
 import type { Principal } from '../../auth/principal.js';
 import { ApiError, invalidRequest } from '../../errors.js';
@@ -62,7 +63,7 @@ const filtersQuery = (kindDescription: string) =>
     additionalProperties: false,
   }) as const;
 
-const pageOf = (name: string, item: object, description: string) =>
+const pageOf = (name: string, item: object, description: string, example: object) =>
   named(name, {
     type: 'object',
     description,
@@ -72,7 +73,11 @@ const pageOf = (name: string, item: object, description: string) =>
       nextCursor: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page; null on the last page.' },
     },
     additionalProperties: false,
+    examples: [{ items: [example], nextCursor: null }],
   });
+
+const STORED_EXAMPLE = { projectId: EXAMPLE.projectId, workspaceId: EXAMPLE.workspaceId, deviceId: EXAMPLE.deviceId };
+const RECEIVED_AT = '2026-11-03T10:15:30.412Z';
 
 const stored = {
   projectId: { type: 'string', description: 'Project.' },
@@ -157,6 +162,14 @@ const usageSummarySchema = named('UsageSummary', {
     },
   },
   additionalProperties: false,
+  examples: [
+    {
+      rows: [
+        { day: '2026-11-02', provider: 'anthropic', model: 'claude-sonnet-4-5', requests: 214, inputTokens: 3120455, outputTokens: 188210, cachedTokens: 2650000, cost: 4.812345 },
+        { day: '2026-11-03', provider: 'openai', model: 'gpt-5', requests: 37, inputTokens: 402118, outputTokens: 30512, cachedTokens: 120000, cost: 0.913 },
+      ],
+    },
+  ],
 } as const);
 
 function requireAdmin(principal: Principal, organisationId: string): void {
@@ -164,9 +177,32 @@ function requireAdmin(principal: Principal, organisationId: string): void {
   authorize(abilityOf(actor), 'read', 'Activity', { organisationId });
 }
 
-const eventPageSchema = pageOf('IngestedEventPage', storedEventSchema, 'A page of stored events.');
-const auditPageSchema = pageOf('IngestedAuditPage', storedAuditSchema, 'A page of stored audit records.');
-const taskPageSchema = pageOf('IngestedTaskPage', storedTaskSchema, 'A page of tasks.');
+const eventPageSchema = pageOf('IngestedEventPage', storedEventSchema, 'A page of stored events.', {
+  ...STORED_EXAMPLE,
+  seq: 43,
+  id: 'evt-0043',
+  at: '2026-11-03T10:14:09.877Z',
+  kind: 'tool.called',
+  data: { tool: 'bash', command: 'npm test', exitCode: 0 },
+  receivedAt: RECEIVED_AT,
+});
+const auditPageSchema = pageOf('IngestedAuditPage', storedAuditSchema, 'A page of stored audit records.', {
+  ...STORED_EXAMPLE,
+  id: 'aud-0078',
+  at: '2026-11-03T10:14:08.003Z',
+  actor: 'claude-code',
+  action: 'file.write',
+  target: 'src/checkout/retry.ts',
+  receivedAt: RECEIVED_AT,
+});
+const taskPageSchema = pageOf('IngestedTaskPage', storedTaskSchema, 'A page of tasks.', {
+  ...STORED_EXAMPLE,
+  id: 'task-17',
+  title: 'Retry failed card payments once',
+  status: 'in_progress',
+  createdAt: '2026-11-03T10:13:40.000Z',
+  updatedAt: '2026-11-03T10:14:09.877Z',
+});
 
 export function ingestRoutes(service: IngestService, reader: IngestReader, limits: IngestLimits): RouteDefinition[] {
   const consoleRoute = {
@@ -217,6 +253,7 @@ export function ingestRoutes(service: IngestService, reader: IngestReader, limit
         path: `/platform/v1/ingest/${list.name}`,
         operationId: list.operationId,
         summary: list.summary,
+        description: `What workbenches uploaded (\`POST /ingest/v1\`), newest first, filtered by project, workspace, ${list.name === 'tasks' ? 'status' : 'kind'} and time; \`nextCursor\` pages on. Owners and admins only.`,
         schemas: { query: filtersQuery(list.kind) },
         responses: { 200: { description: `A page of ${list.name}.`, schema: list.schema } },
         handler: async ({ query, principal, tenant }) => {
@@ -231,6 +268,7 @@ export function ingestRoutes(service: IngestService, reader: IngestReader, limit
       path: '/platform/v1/ingest/usage/summary',
       operationId: 'summariseIngestedUsage',
       summary: "The organisation's model usage by day and model (owners and admins)",
+      description: 'Sums of the usage items workbenches uploaded, one row per UTC day, provider and model, oldest day first. Owners and admins only.',
       schemas: {
         query: {
           type: 'object',

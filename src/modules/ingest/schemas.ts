@@ -1,3 +1,4 @@
+import { EXAMPLE } from '../../http/examples.js';
 import { named, timestampSchema } from '../../http/schema.js';
 
 /**
@@ -129,6 +130,22 @@ export const ingestEnvelopeSchema = named('IngestEnvelope', {
     tasks: list(ingestTaskSchema, 'Tasks'),
   },
   additionalProperties: false,
+  examples: [
+    {
+      schemaVersion: 1,
+      projectId: EXAMPLE.projectId,
+      workspaceId: EXAMPLE.workspaceId,
+      sentAt: '2026-11-03T10:15:30.000Z',
+      cursors: { events: 41, usage: '2026-11-03T10:02:11.000Z|use-0190', audit: '2026-11-03T10:01:58.000Z|aud-0077' },
+      events: [
+        { seq: 42, id: 'evt-0042', at: '2026-11-03T10:14:02.120Z', kind: 'session.started', data: { agent: 'claude-code', branch: 'feature/checkout-retry' } },
+        { seq: 43, id: 'evt-0043', at: '2026-11-03T10:14:09.877Z', kind: 'tool.called', data: { tool: 'bash', command: 'npm test', exitCode: 0 } },
+      ],
+      usage: [{ id: 'use-0191', at: '2026-11-03T10:14:09.500Z', provider: 'anthropic', model: 'claude-sonnet-4-5', inputTokens: 18230, outputTokens: 912, cachedTokens: 16000, cost: 0.0213 }],
+      audit: [{ id: 'aud-0078', at: '2026-11-03T10:14:08.003Z', actor: 'claude-code', action: 'file.write', target: 'src/checkout/retry.ts' }],
+      tasks: [{ id: 'task-17', title: 'Retry failed card payments once', status: 'in_progress', createdAt: '2026-11-03T10:13:40.000Z', updatedAt: '2026-11-03T10:14:09.877Z' }],
+    },
+  ],
 } as const);
 
 export const ingestAnswerSchema = named('IngestAnswer', {
@@ -161,4 +178,10 @@ export const ingestAnswerSchema = named('IngestAnswer', {
     },
   },
   additionalProperties: false,
+  examples: [
+    {
+      accepted: { events: 2, usage: 1, audit: 1, tasks: 1 },
+      cursors: { events: 43, usage: '2026-11-03T10:14:09.500Z|use-0191', audit: '2026-11-03T10:14:08.003Z|aud-0078' },
+    },
+  ],
 } as const);

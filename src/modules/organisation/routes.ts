@@ -11,6 +11,7 @@ export function organisationRoutes(): RouteDefinition[] {
       operationId: 'getOrganisation',
       permission: ['read', 'Organisation'],
       summary: "The caller's organisation and its edition",
+      description: "The organisation the token acts for (a device's, a person token's issuer, or a Cloud session's `X-Platform-Organisation`), its edition, and the calling person's role.",
       tag: 'Organisation',
       tenant: true,
       auth: ['device', 'person', 'cloud-session'],

@@ -1,3 +1,4 @@
+import { EXAMPLE } from '../../http/examples.js';
 import { named } from '../../http/schema.js';
 
 export const platformOrganisationSchema = named('PlatformOrganisation', {
@@ -21,6 +22,7 @@ export const platformOrganisationSchema = named('PlatformOrganisation', {
     },
   },
   additionalProperties: false,
+  examples: [{ id: EXAMPLE.organisationId, name: 'Acme', kind: 'enterprise', plan: 'enterprise', edition: 'enterprise', role: 'owner' }],
 } as const);
 
 /** Spec 2.4: an organisation as a person sees it among theirs (`GET /cloud/v1/me`, teams). */
@@ -36,6 +38,7 @@ export const organisationSummarySchema = named('OrganisationSummary', {
     role: { type: 'string', enum: ['owner', 'admin', 'member'], description: "The caller's role." },
   },
   additionalProperties: false,
+  examples: [{ id: EXAMPLE.teamId, name: 'Checkout team', kind: 'team', plan: 'teams', role: 'owner' }],
 } as const);
 
 export function organisationSummary(entry: { organisation: { id: string; name: string; kind: string; plan: string }; role: string }) {

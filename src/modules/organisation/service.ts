@@ -1,3 +1,4 @@
+import { NO_AUDIT_TRAIL, type AuditActor, type AuditEntry, type AuditTrail } from '../../audit.js';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { OrganisationRole } from '../../auth/principal.js';
 import { isUniqueViolation, withRetries } from '../../db/errors.js';
@@ -76,6 +77,8 @@ export class OrganisationService {
   constructor(
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
+    /** Where administrative changes made with an actor leave their audit row, in their transaction. */
+    private readonly trail: AuditTrail = NO_AUDIT_TRAIL,
   ) {
     this.store = new OrganisationStore(dataSource);
   }
@@ -104,7 +107,7 @@ export class OrganisationService {
     return this.store.count();
   }
 
-  async create(input: NewOrganisation): Promise<OrganisationRecord> {
+  async create(input: NewOrganisation, actor?: AuditActor): Promise<OrganisationRecord> {
     const name = input.name.trim();
     if (name.length < 1 || name.length > 200) throw invalidRequest('name must be 1 to 200 characters');
     const hosts = [...new Set((input.hosts ?? []).map(normaliseHost))];
@@ -127,6 +130,9 @@ export class OrganisationService {
           if (await store.hostTaken(host)) throw conflict('host_taken', `host name ${host} already serves an organisation`);
         }
         await store.insert(organisation, hosts);
+        if (actor) {
+          await this.trail.record(manager, { action: 'organisation.created', organisationId: organisation.id, actor, target: { hosts: hosts.join(','), issuer: organisation.oidcIssuer } });
+        }
       });
     } catch (error) {
       if (isUniqueViolation(error)) throw conflict('conflict', 'a host name or issuer is already in use by another organisation');
@@ -138,6 +144,8 @@ export class OrganisationService {
   async configure(
     id: string,
     changes: { name?: string; plan?: OrganisationPlan; oidc?: OidcSettings; addHosts?: string[]; removeHosts?: string[] },
+    /** The change's audit entry, recorded in its transaction. */
+    audited?: AuditEntry,
   ): Promise<OrganisationRecord> {
     const organisation = await this.store.findById(id);
     if (!organisation) throw notFound('no such organisation');
@@ -157,6 +165,7 @@ export class OrganisationService {
         if (Object.keys(update).length) await store.update(id, update);
         await store.removeHosts(id, (changes.removeHosts ?? []).map(normaliseHost));
         await store.addHosts(id, (changes.addHosts ?? []).map(normaliseHost));
+        if (audited) await this.trail.record(manager, audited);
       });
     } catch (error) {
       if (isUniqueViolation(error)) throw conflict('conflict', 'a host name or issuer is already in use by another organisation');
@@ -252,7 +261,7 @@ export class OrganisationService {
    * add`): a person with no identity yet, a member with `role`. Their first sign-in with the
    * organisation's provider, with that address, takes the person over (see `signIn`).
    */
-  async addPerson(organisationId: string, input: { email: string; name?: string | undefined; role: OrganisationRole }): Promise<PersonRecord> {
+  async addPerson(organisationId: string, input: { email: string; name?: string | undefined; role: OrganisationRole }, actor?: AuditActor): Promise<PersonRecord> {
     const email = input.email.trim().toLowerCase();
     const now = this.clock.now();
     const person: PersonRecord = { id: newId('usr'), name: (input.name?.trim() || email).slice(0, 200), email, createdAt: now };
@@ -260,6 +269,7 @@ export class OrganisationService {
       const store = this.store.withManager(manager);
       await store.insertPerson(person);
       await store.insertMembership({ organisationId, personId: person.id, role: input.role, createdAt: now, removedAt: null });
+      if (actor) await this.trail.record(manager, { action: 'person.added', organisationId, actor, target: { personId: person.id, role: input.role } });
     });
     return person;
   }
@@ -281,13 +291,20 @@ export class OrganisationService {
 
   /** Sets a person's role by person id (`usr_…`). Email addresses are not unique across
    * organisations (each identity provider vouches for its own), so callers resolve them first. */
-  async setRole(organisationId: string, personId: string, role: OrganisationRole): Promise<PersonRecord> {
+  async setRole(organisationId: string, personId: string, role: OrganisationRole, actor?: AuditActor): Promise<PersonRecord> {
     const person = await this.store.findPerson(personId);
     if (!person) throw notFound(`no person ${personId}`);
-    const membership = await this.store.findMembership(organisationId, person.id);
-    // Setting a role re-admits a removed person: an administrator decided so.
-    if (membership) await this.store.readmit(organisationId, person.id, role);
-    else await this.store.insertMembership({ organisationId, personId: person.id, role, createdAt: this.clock.now(), removedAt: null });
+    await this.dataSource.transaction(async (manager) => {
+      const store = this.store.withManager(manager);
+      const membership = await store.findMembership(organisationId, person.id);
+      // Setting a role re-admits a removed person: an administrator decided so.
+      if (membership) await store.readmit(organisationId, person.id, role);
+      else await store.insertMembership({ organisationId, personId: person.id, role, createdAt: this.clock.now(), removedAt: null });
+      if (actor) {
+        const previous = membership && !membership.removedAt ? membership.role : null;
+        await this.trail.record(manager, { action: 'person.role_changed', organisationId, actor, target: { personId: person.id, role, previous } });
+      }
+    });
     return person;
   }
 
@@ -298,8 +315,12 @@ export class OrganisationService {
   }
 
   /** Removes a person from the organisation (see OrganisationStore.removeMember). */
-  async removeMember(organisationId: string, personId: string): Promise<void> {
-    const removed = await this.dataSource.transaction((manager) => this.store.withManager(manager).removeMember(organisationId, personId, this.clock.now()));
+  async removeMember(organisationId: string, personId: string, actor?: AuditActor): Promise<void> {
+    const removed = await this.dataSource.transaction(async (manager) => {
+      const done = await this.store.withManager(manager).removeMember(organisationId, personId, this.clock.now());
+      if (done && actor) await this.trail.record(manager, { action: 'person.removed', organisationId, actor, target: { personId } });
+      return done;
+    });
     if (!removed) throw notFound('this person is not a member of the organisation');
   }
 
@@ -352,7 +373,7 @@ export class OrganisationService {
    * ran before and is seen, or waits and then finds the person gone. So "a team keeps an owner"
    * holds here too.
    */
-  async deleteCloudPerson(personId: string): Promise<string[]> {
+  async deleteCloudPerson(personId: string, audited?: { organisationId: string; actor: AuditActor }): Promise<string[]> {
     return withRetries(3, () =>
       this.dataSource.transaction(async (manager) => {
         const store = this.store.withManager(manager);
@@ -382,6 +403,9 @@ export class OrganisationService {
           .where('created_by = :personId AND revoked_at IS NULL', { personId })
           .execute();
         await store.deletePerson(personId);
+        if (audited) {
+          await this.trail.record(manager, { action: 'person.deleted', organisationId: audited.organisationId, actor: audited.actor, target: { personId, organisationsDeleted: alone.join(',') } });
+        }
         return alone;
       }),
     );

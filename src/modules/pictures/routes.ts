@@ -32,7 +32,7 @@ type PictureAction = 'read' | 'update' | 'delete';
  */
 async function requireAccess(projects: ProjectRoles, principal: Principal, projectId: string, action: PictureAction): Promise<void> {
   const caller = principal;
-  const roles = caller.personId === undefined ? new Map<string, ProjectRole>() : await projects.rolesOf(caller.organisationId, caller.personId);
+  const roles = await projects.rolesOf(caller.organisationId, caller.personId);
   const ability = defineAbilityFor({ ...caller, projectRoles: roles });
   const record = { organisationId: caller.organisationId, projectId };
   authorize(ability, 'read', 'Picture', record, () => notFound('no such project'));
@@ -240,7 +240,7 @@ export function pictureRoutes(pictures: PictureService, projects: ProjectRoles):
       errors: { 400: ['invalid_svg', 'unsafe_svg', 'svg_too_complex', 'unsupported_schema_version'], 503: ['unavailable'], 404: ['not_found'], 409: ['picture_limit_reached'], ...preconditionErrors },
       handler: async ({ params, body, principal, req }) => {
         await requireAccess(projects, principal, params.id, 'update');
-        const { picture, created, normalised } = await pictures.save(params.id, params.slug, principal.personId as string, body, readPreconditions(req.headers));
+        const { picture, created, normalised } = await pictures.save(params.id, params.slug, principal.personId, body, readPreconditions(req.headers));
         return { status: created ? 201 : 200, headers: pictureHeaders(picture), body: { ...whole(picture), normalised } };
       },
     }),

@@ -1,3 +1,4 @@
+import { EXAMPLE } from '../../http/examples.js';
 import { named, timestampSchema } from '../../http/schema.js';
 import { MAX_LOOK_LENGTH } from './entities.js';
 import { NORMALISED_KINDS } from './svg/rules.js';
@@ -17,6 +18,23 @@ export const PICTURE_LIMITS = {
   specEntries: 100_000,
   specKeyLength: 1_000,
 } as const;
+
+/** The SVG of the examples as a workbench sends it (an editor's comment included), and as it is stored (normalised). */
+const EXAMPLE_SVG_SENT =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 240 80"><!-- drawn by the workbench --><rect x="10" y="20" width="80" height="40" rx="6" fill="#e8f0fe"/><text x="50" y="45" text-anchor="middle">Cart</text><path d="M90 40 H150" stroke="#333"/><rect x="150" y="20" width="80" height="40" rx="6" fill="#e6f4ea"/><text x="190" y="45" text-anchor="middle">Payment</text></svg>';
+
+const EXAMPLE_PICTURE = {
+  slug: 'checkout-flow',
+  version: 'ver_5q3bugbymli8ew02',
+  spec: { version: 1, kind: 'diagram', meta: { title: 'Checkout flow' }, nodes: [{ id: 'cart', label: 'Cart' }, { id: 'pay', label: 'Payment' }], edges: [['cart', 'pay']] },
+  svg: EXAMPLE_SVG_SENT.replace('<!-- drawn by the workbench -->', ''),
+  look: 'sketch',
+  createdBy: EXAMPLE.personId,
+  createdAt: '2026-11-03T10:20:41.009Z',
+  updatedBy: EXAMPLE.personId,
+  updatedAt: '2026-11-03T10:20:41.009Z',
+  previousVersion: null,
+};
 
 export const SLUG_PATTERN = '^[a-z0-9-]{1,60}$';
 
@@ -65,6 +83,13 @@ export const pictureWriteSchema = named('PictureWrite', {
     look: { type: 'string', maxLength: MAX_LOOK_LENGTH, description: 'How the picture is drawn (a style name); optional.' },
   },
   additionalProperties: false,
+  examples: [
+    {
+      spec: { version: 1, kind: 'diagram', meta: { title: 'Checkout flow' }, nodes: [{ id: 'cart', label: 'Cart' }, { id: 'pay', label: 'Payment' }], edges: [['cart', 'pay']] },
+      svg: EXAMPLE_SVG_SENT,
+      look: 'sketch',
+    },
+  ],
 } as const);
 
 const pictureFields = {
@@ -88,6 +113,7 @@ export const pictureSchema = named('Picture', {
     svg: { type: 'string', description: 'The SVG as stored: the normalised document the SVG rules checked, byte for byte.' },
   },
   additionalProperties: false,
+  examples: [EXAMPLE_PICTURE],
 } as const);
 
 export const pictureSavedSchema = named('PictureSaved', {
@@ -105,6 +131,8 @@ export const pictureSavedSchema = named('PictureSaved', {
     },
   },
   additionalProperties: false,
+  // The save of the PictureWrite example: its comment removed.
+  examples: [{ ...EXAMPLE_PICTURE, normalised: ['comment'] }],
 } as const);
 
 export const pictureSummarySchema = named('PictureSummary', {
@@ -137,6 +165,24 @@ export const pictureListSchema = named('PictureList', {
     nextCursor: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page; null on the last page.' },
   },
   additionalProperties: false,
+  examples: [
+    {
+      pictures: [
+        {
+          slug: 'checkout-flow',
+          version: 'ver_5q3bugbymli8ew02',
+          look: 'sketch',
+          createdBy: EXAMPLE.personId,
+          createdAt: '2026-11-03T10:20:41.009Z',
+          updatedBy: EXAMPLE.personId,
+          updatedAt: '2026-11-03T10:20:41.009Z',
+          previousVersion: null,
+        },
+      ],
+      people: { [EXAMPLE.personId]: { name: 'Ana Lima' } },
+      nextCursor: null,
+    },
+  ],
 } as const);
 
 export const listQuerySchema = {

@@ -1,5 +1,18 @@
+import { EXAMPLE } from '../../http/examples.js';
 import { named, timestampSchema, type Schema } from '../../http/schema.js';
+import { DEFAULT_POLICY } from '../../../policies/default-policy.js';
 import * as documentParts from '../../../policies/policy-document.js';
+
+/** The policy the examples publish: the defaults, with two providers, a denied host and a release branch protected. */
+const EXAMPLE_POLICY = {
+  ...DEFAULT_POLICY,
+  allowedProviders: ['anthropic', 'openai'],
+  network: { ...DEFAULT_POLICY.network, denyHosts: ['pastebin.com'] },
+  git: { protectedBranches: ['main', 'release/*'], requirePullRequest: true },
+};
+/** A project's override in the examples, and the policy that then applies to the project. */
+const EXAMPLE_OVERRIDE = { pullRequests: { requiredApprovals: 2 }, agents: { sandbox: 'workspace' } };
+const EXAMPLE_REVISION = 'q3Lx0bS8vN2kE7rT5yU1wP9aD4fG6hJ2kL8zX0cV3bM';
 
 // The policy document and its parts are the policies' (policies/policy-document.ts, beside the
 // default policy); named here, in this order, as components of the OpenAPI document.
@@ -7,7 +20,7 @@ export const networkRuleSchema = named('PolicyNetworkRule', documentParts.networ
 export const toolRuleSchema = named('PolicyToolRule', documentParts.toolRuleSchema);
 export const toolServerSchema = named('PolicyToolServer', documentParts.toolServerSchema);
 export const teamGrantSchema = named('PolicyTeamGrant', documentParts.teamGrantSchema);
-export const policyDocumentSchema = named('PolicyDocument', documentParts.policyDocumentSchema);
+export const policyDocumentSchema = named('PolicyDocument', { ...documentParts.policyDocumentSchema, examples: [EXAMPLE_POLICY] });
 export type { PolicyDocument } from '../../../policies/policy-document.js';
 
 /**
@@ -33,6 +46,7 @@ export const policyOverrideSchema = named('PolicyOverride', {
   ...partial(policyDocumentSchema),
   description:
     "A project's override: any part of the policy document (every field optional, every value as in `PolicyDocument`). Objects merge key by key over the organisation's policy; arrays and values replace. `{}` clears the override.",
+  examples: [EXAMPLE_OVERRIDE],
 });
 
 export const policyAnswerSchema = named('PolicyAnswer', {
@@ -48,6 +62,7 @@ export const policyAnswerSchema = named('PolicyAnswer', {
     published: { type: 'boolean', description: '`false` while nothing is published and the service\'s defaults apply.' },
   },
   additionalProperties: false,
+  examples: [{ revision: EXAMPLE_REVISION, policy: EXAMPLE_POLICY, published: true }],
 } as const);
 
 export const policyPublishAnswerSchema = named('PolicyPublishAnswer', {
@@ -64,6 +79,7 @@ export const policyPublishAnswerSchema = named('PolicyPublishAnswer', {
     },
   },
   additionalProperties: false,
+  examples: [{ revision: EXAMPLE_REVISION, policy: EXAMPLE_POLICY, published: true, changed: true, number: 3 }],
 } as const);
 
 export const policyRevisionSchema = named('PolicyRevision', {
@@ -93,6 +109,15 @@ export const policyRevisionListSchema = named('PolicyRevisionList', {
     nextCursor: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page; null on the last page.' },
   },
   additionalProperties: false,
+  examples: [
+    {
+      revisions: [
+        { number: 3, projectId: null, publishedBy: EXAMPLE.personId, publishedAt: '2026-11-03T16:40:12.905Z', valid: true, document: EXAMPLE_POLICY },
+        { number: 1, projectId: null, publishedBy: EXAMPLE.personId, publishedAt: '2026-11-02T09:31:44.210Z', valid: true, document: DEFAULT_POLICY },
+      ],
+      nextCursor: null,
+    },
+  ],
 } as const);
 
 export const projectIdSchema = { type: 'string', minLength: 1, maxLength: 40, description: 'Project id (`prj_…`).' } as const;

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { DEFAULT_POLICY } from '../../../policies/default-policy.js';
 import { memoryReadRuleFor, type MemoryReadRule } from '../../../policies/memory-reads.js';
-import { audit, type AuditActor } from '../../audit.js';
+import { audit, NO_AUDIT_TRAIL, type AuditActor, type AuditTrail } from '../../audit.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../../db/errors.js';
 import { ApiError, conflict, invalidRequest, notFound } from '../../errors.js';
 import { withinJsonBounds, type JsonLimits } from '../../http/json-bounds.js';
@@ -64,6 +64,25 @@ export interface PolicyServiceOptions {
   defaults?: PolicyDocument;
   /** Without it (the command line), every read asks the database for the newest numbers. */
   latestNumbers?: LatestNumbersCache;
+  /** Where each publish and restore leaves its audit row, in the publish's transaction. */
+  trail?: AuditTrail;
+}
+
+/**
+ * A publish or restore that changed what applies, told after its transaction committed: the
+ * scope, the publish number and the scope's effective revision after it (never the document).
+ */
+export interface PublishedChange {
+  organisationId: string;
+  projectId: string | null;
+  number: number;
+  revision: string;
+}
+
+/** A scope's current state as the control channel's hello names it: its newest publish (null: none) and its effective revision. */
+export interface CurrentRevision {
+  number: number | null;
+  revision: string;
 }
 
 /** How the service learns that a project exists in an organisation: throws 404 otherwise. */
@@ -183,6 +202,9 @@ export class PolicyService {
   private readonly organisationLayers = new Map<string, OrganisationLayer>();
   private readonly answers = new Map<string, { stamp: string; answer: EffectivePolicy }>();
   private readonly latest: LatestNumbersCache | undefined;
+  private readonly published = new Set<(change: PublishedChange) => void>();
+
+  private readonly trail: AuditTrail;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -194,6 +216,7 @@ export class PolicyService {
   ) {
     const defaults = options.defaults ?? DEFAULT_POLICY;
     this.latest = options.latestNumbers;
+    this.trail = options.trail ?? NO_AUDIT_TRAIL;
     this.store = new PolicyStore(dataSource);
     const problem = check(validateDocument, defaults, 'defaults');
     // The defaults ship with the code: a broken one is a build mistake, not an operating condition.
@@ -231,6 +254,22 @@ export class PolicyService {
     const latest = await this.store.latestNumbers(organisationId, projectId);
     cache.set(key, latest, generation);
     return latest;
+  }
+
+  /**
+   * The scope's newest publish number and effective revision (the hello of the control channel,
+   * docs/api/policy-push.md); a project that is not the organisation's throws 404.
+   */
+  async current(organisationId: string, projectId?: string): Promise<CurrentRevision> {
+    const answer = await this.effective(organisationId, projectId);
+    const latest = await this.latestNumbers(`${organisationId}/${projectId ?? ''}`, organisationId, projectId);
+    return { number: (projectId === undefined ? latest.organisation : latest.project) ?? null, revision: answer.revision };
+  }
+
+  /** Calls `listener` after every publish or restore that changed something has committed; answers the way to stop. */
+  onPublished(listener: (change: PublishedChange) => void): () => void {
+    this.published.add(listener);
+    return () => this.published.delete(listener);
   }
 
   /**
@@ -409,6 +448,17 @@ export class PolicyService {
     return undefined;
   }
 
+  private tell(change: PublishedChange): void {
+    for (const listener of this.published) {
+      try {
+        listener(change);
+      } catch (error) {
+        // The publish stands; polling still brings it to every workbench.
+        this.logger.warn({ organisationId: change.organisationId, reason: error instanceof Error ? error.message.split('\n')[0] : String(error) }, 'a policy change listener failed');
+      }
+    }
+  }
+
   /** The scope's current state, read in the publish's transaction (`store` is bound to it). */
   private async scopeState(store: PolicyStore, organisationId: string, projectId: string | null): Promise<ScopeState> {
     const latest = await store.latestNumbers(organisationId, projectId ?? undefined);
@@ -455,6 +505,13 @@ export class PolicyService {
             createdAt: this.clock.now(),
           });
           const latest = projectId === null ? { ...state.latest, organisation: number } : { ...state.latest, project: number };
+          // The row names the revision by its number, never the document.
+          await this.trail.record(manager, {
+            action: commit.action,
+            organisationId,
+            actor: commit.actor,
+            target: { projectId, number, ...(commit.restoredFrom !== undefined ? { restoredFrom: commit.restoredFrom } : {}) },
+          });
           return { changed: true, number, latest };
         });
         // Rows never change once stored: the answer is the state right after this publish, even
@@ -472,6 +529,9 @@ export class PolicyService {
               ...(commit.restoredFrom !== undefined ? { restoredFrom: commit.restoredFrom } : {}),
             },
           });
+          // After the commit (the transaction above has resolved): a listener never tells anyone
+          // of a publish that may still roll back.
+          if (stored.number !== null) this.tell({ organisationId, projectId, number: stored.number, revision: answer.revision });
         }
         return { ...answer, changed: stored.changed, number: stored.number };
       } catch (error) {

@@ -5,7 +5,7 @@ import type { Principal } from '../../auth/principal.js';
 import { forbidden, notFound } from '../../errors.js';
 import { DEFAULT_PAGE_SIZE, pageQuerySchema } from '../../http/pagination.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
-import { projectListSchema, projectMemberListSchema, projectMemberSchema, projectNameSchema, projectRoleSchema, projectSchema } from './schemas.js';
+import { projectListSchema, projectMemberBodySchema, projectMemberListSchema, projectMemberSchema, projectNameBodySchema, projectSchema } from './schemas.js';
 import type { ProjectMemberEntry, ProjectService } from './service.js';
 
 /**
@@ -32,7 +32,7 @@ const memberParams = {
 
 async function abilityOf(projects: ProjectService, principal: Principal): Promise<AppAbility> {
   const caller = principal;
-  const roles = await projects.rolesOf(caller.organisationId, caller.personId!);
+  const roles = await projects.rolesOf(caller.organisationId, caller.personId);
   return defineAbilityFor({ ...caller, projectRoles: roles });
 }
 
@@ -71,7 +71,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
         const ability = await abilityOf(projects, principal);
         // Every project, when the rules grant reading a project the caller holds no role in.
         const everything = permits(ability, 'read', 'Project', { id: '', organisationId: principal.organisationId });
-        const page = await projects.page(principal.organisationId, principal.personId!, { onlyTheirs: !everything, limit: query.limit ?? DEFAULT_PAGE_SIZE, cursor: query.cursor });
+        const page = await projects.page(principal.organisationId, principal.personId, { onlyTheirs: !everything, limit: query.limit ?? DEFAULT_PAGE_SIZE, cursor: query.cursor });
         return {
           status: 200,
           body: { projects: page.items.map((project) => ({ id: project.id, name: project.name, createdAt: project.createdAt.toISOString(), role: project.role })), nextCursor: page.nextCursor },
@@ -87,7 +87,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       permission: ['create', 'Project'],
       summary: 'Create a project',
       description: 'Any member of the organisation; the caller becomes the project\'s owner.',
-      schemas: { body: { type: 'object', required: ['name'], properties: { name: projectNameSchema }, additionalProperties: false } },
+      schemas: { body: projectNameBodySchema },
       responses: {
         201: { description: 'The new project, the caller its owner.', schema: projectSchema },
         400: { description: '`invalid_request`: no name, or one empty or too long (naming the field); `json_too_complex`.' },
@@ -96,7 +96,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       handler: async ({ body, principal }) => {
         const ability = await abilityOf(projects, principal);
         authorize(ability, 'create', 'Project', { id: '', organisationId: principal.organisationId });
-        const project = await projects.create(principal.organisationId, { name: body.name, owner: principal.personId });
+        const project = await projects.create(principal.organisationId, { name: body.name, owner: principal.personId }, actorOf(principal));
         record(principal, 'project.created', { projectId: project.id });
         return { status: 201, body: { id: project.id, name: project.name, createdAt: project.createdAt.toISOString(), role: 'owner' } };
       },
@@ -117,7 +117,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       errors: { 404: ['not_found'] },
       handler: async ({ params, principal }) => {
         const { project } = await visibleProject(projects, principal, params.projectId);
-        const role = (await projects.rolesOf(project.organisationId, principal.personId!)).get(project.id) ?? null;
+        const role = (await projects.rolesOf(project.organisationId, principal.personId)).get(project.id) ?? null;
         return { status: 200, body: { id: project.id, name: project.name, createdAt: project.createdAt.toISOString(), role }, headers: { 'Cache-Control': 'no-store' } };
       },
     }),
@@ -130,7 +130,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       summary: 'Rename a project',
       description: 'The project\'s owners, and the organisation\'s owners and admins.',
       forbids: true,
-      schemas: { params: projectParams, body: { type: 'object', required: ['name'], properties: { name: projectNameSchema }, additionalProperties: false } },
+      schemas: { params: projectParams, body: projectNameBodySchema },
       responses: {
         200: { description: 'The renamed project.', schema: projectSchema },
         400: { description: '`invalid_request` (naming the field), `json_too_complex`.' },
@@ -141,9 +141,9 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       handler: async ({ params, body, principal }) => {
         const { project, ability } = await visibleProject(projects, principal, params.projectId);
         authorize(ability, 'update', 'Project', project);
-        const renamed = await projects.rename(project.organisationId, project.id, body.name);
+        const renamed = await projects.rename(project.organisationId, project.id, body.name, actorOf(principal));
         record(principal, 'project.renamed', { projectId: project.id });
-        const role = (await projects.rolesOf(project.organisationId, principal.personId!)).get(project.id) ?? null;
+        const role = (await projects.rolesOf(project.organisationId, principal.personId)).get(project.id) ?? null;
         return { status: 200, body: { id: renamed.id, name: renamed.name, createdAt: renamed.createdAt.toISOString(), role } };
       },
     }),
@@ -178,7 +178,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       handler: async ({ params, query, principal }) => {
         const { project, ability } = await visibleProject(projects, principal, params.projectId);
         authorize(ability, 'delete', 'Project', project);
-        const contents = await projects.delete(project.organisationId, project.id, { force: query.force === true });
+        const contents = await projects.delete(project.organisationId, project.id, { force: query.force === true }, actorOf(principal));
         record(principal, 'project.deleted', { projectId: project.id, pictures: contents.pictures, runs: contents.runs, ingest: contents.ingest });
         return { status: 204 };
       },
@@ -216,7 +216,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
         'The project\'s owners, and the organisation\'s owners and admins. The person must be a member of the organisation. A project that has an owner ' +
         'keeps one (409 `last_owner`). 201 when the person was added, 200 when their role was set.',
       forbids: true,
-      schemas: { params: memberParams, body: { type: 'object', required: ['role'], properties: { role: projectRoleSchema }, additionalProperties: false } },
+      schemas: { params: memberParams, body: projectMemberBodySchema },
       responses: {
         200: { description: 'The role was set (or already so).', schema: projectMemberSchema },
         201: { description: 'The person was added.', schema: projectMemberSchema },
@@ -229,7 +229,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
       handler: async ({ params, body, principal }) => {
         const { project, ability } = await visibleProject(projects, principal, params.projectId);
         authorize(ability, 'manage-members', 'Project', project);
-        const { member, previous } = await projects.setRoleById(project.organisationId, project.id, params.personId, body.role);
+        const { member, previous } = await projects.setRoleById(project.organisationId, project.id, params.personId, body.role, actorOf(principal));
         if (previous !== body.role) record(principal, 'project.member_role_set', { projectId: project.id, personId: member.personId, from: previous ?? null, to: body.role });
         return { status: previous === undefined ? 201 : 200, body: memberBody(member) };
       },
@@ -259,7 +259,7 @@ export function projectRoutes(projects: ProjectService, logger: Logger): RouteDe
         if (!permits(ability, 'manage-members', 'Project', project)) {
           authorize(ability, 'delete', 'ProjectMember', own, () => forbidden('only the project\'s owners and the organisation\'s owners and admins remove others'));
         }
-        await projects.removeMember(project.organisationId, project.id, params.personId);
+        await projects.removeMember(project.organisationId, project.id, params.personId, actorOf(principal));
         record(principal, params.personId === principal.personId ? 'project.member_left' : 'project.member_removed', { projectId: project.id, personId: params.personId });
         return { status: 204 };
       },

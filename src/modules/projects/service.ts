@@ -1,3 +1,4 @@
+import { NO_AUDIT_TRAIL, type AuditActor, type AuditTrail } from '../../audit.js';
 import type { DataSource } from 'typeorm';
 import type { ProjectRole } from '../../auth/principal.js';
 import { isForeignKeyViolation, isUniqueViolation, withRetries } from '../../db/errors.js';
@@ -42,11 +43,14 @@ export class ProjectService {
   constructor(
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
+    /** Where each change made with an actor leaves its audit row, in the change's transaction. */
+    private readonly trail: AuditTrail = NO_AUDIT_TRAIL,
   ) {
     this.store = new ProjectStore(dataSource);
   }
 
-  async create(organisationId: string, input: NewProject): Promise<ProjectWithMembers> {
+  /** Changes made with an `actor` are audited (a row in their transaction); fixtures make projects without one. */
+  async create(organisationId: string, input: NewProject, actor?: AuditActor): Promise<ProjectWithMembers> {
     const name = input.name.trim();
     if (name.length < 1 || name.length > 200) throw invalidRequest('name must be 1 to 200 characters');
     if (!(await this.store.organisationExists(organisationId))) throw notFound('no such organisation');
@@ -57,6 +61,7 @@ export class ProjectService {
       const store = this.store.withManager(manager);
       await store.insert(project);
       if (owner) await store.insertMember({ projectId: project.id, personId: owner.id, role: 'owner', createdAt: now });
+      if (actor) await this.trail.record(manager, { action: 'project.created', organisationId, actor, target: { projectId: project.id } });
     });
     const members = owner ? [{ personId: owner.id, name: owner.name, email: owner.email, role: 'owner' as const }] : [];
     return { ...project, members };
@@ -64,7 +69,8 @@ export class ProjectService {
 
   async get(organisationId: string, projectId: string): Promise<ProjectRecord> {
     const project = await this.store.findInOrganisation(organisationId, projectId);
-    if (!project) throw notFound('no such project');
+    // Exactly the id asked for: MySQL's collation also finds `prj_abc` by `PRJ_ABC`, which names no project.
+    if (!project || project.id !== projectId) throw notFound('no such project');
     return project;
   }
 
@@ -86,6 +92,7 @@ export class ProjectService {
     projectId: string,
     who: string,
     role: ProjectRole,
+    actor?: AuditActor,
   ): Promise<{ person: OrganisationMemberView; previous: ProjectRole | undefined }> {
     await this.get(organisationId, projectId);
     const person = await this.findOrganisationMember(organisationId, who);
@@ -95,13 +102,18 @@ export class ProjectService {
           this.dataSource.transaction(async (manager) => {
             const store = this.store.withManager(manager);
             const existing = await store.findMember(projectId, person.id);
+            const audited = async (from: ProjectRole | null) => {
+              if (actor) await this.trail.record(manager, { action: 'project.member_role_set', organisationId, actor, target: { projectId, personId: person.id, from, to: role } });
+            };
             if (!existing) {
               await store.insertMember({ projectId, personId: person.id, role, createdAt: this.clock.now() });
+              await audited(null);
               return undefined;
             }
             if (existing.role === role) return role;
             if (existing.role === 'owner') await this.keepAnotherOwner(store, projectId, person.id);
             await store.setMemberRole(projectId, person.id, role);
+            await audited(existing.role);
             return existing.role;
           }),
         );
@@ -117,7 +129,8 @@ export class ProjectService {
     }
   }
 
-  async removeMember(organisationId: string, projectId: string, personId: string): Promise<void> {
+  /** `project.member_left` when the actor removes themselves, `project.member_removed` otherwise. */
+  async removeMember(organisationId: string, projectId: string, personId: string, actor?: AuditActor): Promise<void> {
     await this.get(organisationId, projectId);
     await this.dataSource.transaction(async (manager) => {
       const store = this.store.withManager(manager);
@@ -125,6 +138,10 @@ export class ProjectService {
       if (!existing) throw notFound('no such project member');
       if (existing.role === 'owner') await this.keepAnotherOwner(store, projectId, personId);
       await store.deleteMember(projectId, personId);
+      if (actor) {
+        const action = actor.kind !== 'cli' && actor.personId === personId ? 'project.member_left' : 'project.member_removed';
+        await this.trail.record(manager, { action, organisationId, actor, target: { projectId, personId } });
+      }
     });
   }
 
@@ -137,11 +154,14 @@ export class ProjectService {
     return pageOf(rows, query.limit, (row) => ({ createdAt: row.createdAt, id: row.id }));
   }
 
-  async rename(organisationId: string, projectId: string, name: string): Promise<ProjectRecord> {
+  async rename(organisationId: string, projectId: string, name: string, actor?: AuditActor): Promise<ProjectRecord> {
     const trimmed = name.trim();
     if (trimmed.length < 1 || trimmed.length > 200) throw invalidRequest('name must be 1 to 200 characters', { field: 'body.name' });
     const project = await this.get(organisationId, projectId);
-    await this.store.rename(projectId, trimmed);
+    await this.dataSource.transaction(async (manager) => {
+      await this.store.withManager(manager).rename(projectId, trimmed);
+      if (actor) await this.trail.record(manager, { action: 'project.renamed', organisationId, actor, target: { projectId } });
+    });
     return { ...project, name: trimmed };
   }
 
@@ -152,7 +172,7 @@ export class ProjectService {
    * first, so an upload or a picture save for it either finishes before (and is deleted with it)
    * or finds it gone (404).
    */
-  async delete(organisationId: string, projectId: string, options: { force: boolean }): Promise<ProjectContents> {
+  async delete(organisationId: string, projectId: string, options: { force: boolean }, actor?: AuditActor): Promise<ProjectContents> {
     return withRetries(3, () =>
       this.dataSource.transaction(async (manager) => {
         const store = this.store.withManager(manager);
@@ -160,6 +180,9 @@ export class ProjectService {
         const contents = await store.contentsOf(projectId);
         if (!options.force && (contents.pictures > 0 || contents.runs > 0 || contents.ingest)) throw projectNotEmpty(contents);
         await store.delete(projectId);
+        if (actor) {
+          await this.trail.record(manager, { action: 'project.deleted', organisationId, actor, target: { projectId, pictures: contents.pictures, runs: contents.runs, ingest: contents.ingest } });
+        }
         return contents;
       }),
     );
@@ -173,9 +196,9 @@ export class ProjectService {
   }
 
   /** Gives a member of the organisation (by person id) a role in the project; 404 for anyone else. */
-  async setRoleById(organisationId: string, projectId: string, personId: string, role: ProjectRole): Promise<{ member: ProjectMemberEntry; previous: ProjectRole | undefined }> {
+  async setRoleById(organisationId: string, projectId: string, personId: string, role: ProjectRole, actor?: AuditActor): Promise<{ member: ProjectMemberEntry; previous: ProjectRole | undefined }> {
     if (!PERSON_ID.test(personId)) throw notFound(`${personId} is not a member of the organisation`);
-    const { person, previous } = await this.setMemberRole(organisationId, projectId, personId, role);
+    const { person, previous } = await this.setMemberRole(organisationId, projectId, personId, role, actor);
     const record = await this.store.findMember(projectId, person.id);
     return { member: { personId: person.id, name: person.name, email: person.email, role, addedAt: record?.createdAt ?? this.clock.now() }, previous };
   }

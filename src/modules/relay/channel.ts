@@ -6,17 +6,30 @@ import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import {
   NOT_CONNECTED,
   type LocalDelivery,
+  type PolicyChange,
   type RelayCallParams,
   type RelayOutcome,
   type RelayRouting,
 } from '../../state/relay-routing.js';
 import { withinJsonBounds } from '../../http/json-bounds.js';
+import {
+  HELLO_MAX_PROJECTS,
+  HELLO_TIMEOUT_MS,
+  helloFrame,
+  policyChangedFrame,
+  projectChangeReaches,
+  scopeKey,
+  type HelloPolicy,
+  type PolicyPushPorts,
+} from './policy-push.js';
 
 /**
- * The workbench control channel (README "The workbench control channel"): one WebSocket per workbench at
+ * The workbench control channel (docs/api/agents.md "The workbench control channel"): one WebSocket per workbench at
  * `GET /relay/v1/connect`, JSON-RPC 2.0 text frames. The service calls `cloudMcp.call` with
  * `{runId, assertion, message}`; the workbench answers with the MCP response message as the
  * JSON-RPC `result` (null for a notification), or a JSON-RPC `error` when it refuses the call.
+ * The first frame on every socket is the `hello` notification, and `policy.changed` notifications
+ * follow policy publishes (policy-push.ts, docs/api/policy-push.md); calls wait for the hello.
  *
  * Close codes the service sends:
  * - 1001 going away: the service is shutting down (reconnect, another replica will take it);
@@ -44,6 +57,9 @@ export const CALL_METHOD = 'cloudMcp.call';
 export interface ChannelOwner {
   deviceId: string;
   organisationId: string;
+  /** The device's person (who approved it): whose project roles decide which project policies it hears of. */
+  personId: string;
+  deviceKind: 'workbench' | 'node';
   /** The access token the socket was opened with, checked again at every heartbeat. */
   accessToken: string;
 }
@@ -54,6 +70,8 @@ export interface RelayHubOptions {
   logger: Logger;
   /** Whether the socket's access token still admits its device (not expired, not revoked). */
   stillValid: (owner: ChannelOwner) => Promise<boolean>;
+  /** The policy scopes that apply to a device and their revisions (hello, policy.changed). */
+  policy: PolicyPushPorts;
 }
 
 interface PendingCall {
@@ -64,11 +82,55 @@ class Connection {
   readonly id = randomUUID();
   alive = true;
   readonly pending = new Map<string, PendingCall>();
+  /** The newest publish number this connection was told of, per policy scope. */
+  private readonly told = new Map<string, number>();
+  /** Changes that arrived before the hello was sent; offered once it is. */
+  private waiting: PolicyChange[] | undefined = [];
+  readonly ready: Promise<void>;
+  private markReady!: () => void;
 
   constructor(
     readonly owner: ChannelOwner,
     readonly socket: WebSocket,
-  ) {}
+  ) {
+    this.ready = new Promise((resolve) => (this.markReady = resolve));
+  }
+
+  get greeted(): boolean {
+    return this.waiting === undefined;
+  }
+
+  /** Sends the hello (the first frame), then whatever changed meanwhile that it did not name. */
+  greet(policy: HelloPolicy | null): void {
+    if (this.greeted) return;
+    if (policy) {
+      if (policy.organisation.number !== null) this.told.set(scopeKey(null), policy.organisation.number);
+      for (const project of policy.projects) if (project.number !== null) this.told.set(scopeKey(project.projectId), project.number);
+    }
+    this.send(helloFrame(policy));
+    const waiting = this.waiting ?? [];
+    this.waiting = undefined;
+    for (const change of waiting) this.offer(change);
+    this.markReady();
+  }
+
+  /** Sends `policy.changed` unless this connection was told of this publish, or a newer one, of the scope. */
+  offer(change: PolicyChange): void {
+    if (this.waiting) {
+      this.waiting.push(change);
+      return;
+    }
+    const key = scopeKey(change.projectId);
+    if ((this.told.get(key) ?? 0) >= change.number) return;
+    this.told.set(key, change.number);
+    this.send(policyChangedFrame(change));
+  }
+
+  /** The socket closed before its hello: calls waiting for it give up. */
+  abandon(): void {
+    this.waiting = undefined;
+    this.markReady();
+  }
 
   send(frame: object): void {
     if (this.socket.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(frame));
@@ -130,11 +192,68 @@ export class RelayHub implements LocalDelivery {
     });
     socket.on('error', (error) => this.options.logger.debug({ err: error, deviceId: owner.deviceId }, 'relay socket error'));
     socket.on('close', (code) => this.detach(connection, code));
+    this.greet(connection);
     this.routing.claim(owner.deviceId, connection.id).catch((error: unknown) => this.options.logger.warn({ reason: error instanceof Error ? error.message.split('\n')[0] : String(error), deviceId: owner.deviceId }, 'relay: could not record presence'));
     this.options.logger.info({ deviceId: owner.deviceId, organisationId: owner.organisationId, connectionId: connection.id }, 'relay channel connected');
   }
 
+  /** Reads the current revisions and sends the hello; without them (slow or failing reads) the hello says `policy: null`. */
+  private greet(connection: Connection): void {
+    const { owner } = connection;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<null>((resolve) => {
+      timer = setTimeout(() => resolve(null), HELLO_TIMEOUT_MS);
+      timer.unref();
+    });
+    const read = this.options.policy
+      .hello({ organisationId: owner.organisationId, personId: owner.personId, deviceKind: owner.deviceKind })
+      .then((policy) => ({ ...policy, projects: policy.projects.slice(0, HELLO_MAX_PROJECTS) }))
+      .catch((error: unknown) => {
+        this.options.logger.warn({ deviceId: owner.deviceId, reason: error instanceof Error ? error.message.split('\n')[0] : String(error) }, 'relay: could not read the policy revisions for a hello');
+        return null;
+      });
+    void Promise.race([read, timeout]).then((policy) => {
+      clearTimeout(timer);
+      connection.greet(policy);
+    });
+  }
+
+  /**
+   * A policy publish or restore that committed on this replica: its sockets are told at once,
+   * the other replicas' through the routing.
+   */
+  publishPolicyChange(change: PolicyChange): void {
+    this.policyChanged(change);
+    this.routing.broadcast(change).catch((error: unknown) =>
+      this.options.logger.warn({ organisationId: change.organisationId, reason: error instanceof Error ? error.message.split('\n')[0] : String(error) }, 'relay: could not tell the other replicas of a policy change'),
+    );
+  }
+
+  /** Tells this replica's sockets to which the change applies (policy-push.ts has the rule). */
+  policyChanged(change: PolicyChange): void {
+    this.options.policy.forget();
+    const audience = [...this.connections.values()].filter((connection) => connection.owner.organisationId === change.organisationId);
+    if (audience.length === 0) return;
+    if (change.projectId === null) {
+      for (const connection of audience) connection.offer(change);
+      return;
+    }
+    const workbenches = audience.filter((connection) => connection.owner.deviceKind === 'workbench');
+    if (workbenches.length === 0) return;
+    this.options.policy.members(change.organisationId, change.projectId).then(
+      (members) => {
+        if (!members) return;
+        for (const connection of workbenches) {
+          if (this.connections.get(connection.owner.deviceId) === connection && projectChangeReaches(connection.owner, members)) connection.offer(change);
+        }
+      },
+      (error: unknown) =>
+        this.options.logger.warn({ organisationId: change.organisationId, reason: error instanceof Error ? error.message.split('\n')[0] : String(error) }, "relay: could not read a project's members for a policy change"),
+    );
+  }
+
   private detach(connection: Connection, code: number): void {
+    connection.abandon();
     const deviceId = connection.owner.deviceId;
     if (this.connections.get(deviceId) === connection) {
       this.connections.delete(deviceId);
@@ -156,6 +275,8 @@ export class RelayHub implements LocalDelivery {
   deliver(deviceId: string, params: RelayCallParams, timeoutMs: number): Promise<RelayOutcome> {
     const connection = this.connections.get(deviceId);
     if (!connection || connection.socket.readyState !== WebSocket.OPEN) return Promise.resolve(NOT_CONNECTED);
+    // The hello is the first frame a workbench sees; a call waits for it (a moment).
+    if (!connection.greeted) return connection.ready.then(() => this.deliver(deviceId, params, timeoutMs));
     const id = randomUUID();
     return new Promise<RelayOutcome>((resolve) => {
       const timer = setTimeout(() => settle({ ok: false, reason: 'timeout', message: 'the workbench did not answer in time' }), timeoutMs);

@@ -80,6 +80,21 @@ const jwksSchema = named('JsonWebKeySet', {
     },
   },
   additionalProperties: false,
+  examples: [
+    {
+      keys: [
+        {
+          kty: 'EC',
+          crv: 'P-256',
+          x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU',
+          y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0',
+          kid: 'sk_8m3n6b9v2c5x7z1l',
+          alg: 'ES256',
+          use: 'sig',
+        },
+      ],
+    },
+  ],
 } as const);
 
 export function relayRoutes(deps: { hub: RelayHub; upgrades: RelayUpgrades; keys: SigningKeys }): RouteDefinition[] {
@@ -93,6 +108,7 @@ export function relayRoutes(deps: { hub: RelayHub; upgrades: RelayUpgrades; keys
       description:
         'A WebSocket upgrade (RFC 6455), authenticated like any device request before the handshake completes: `Bearer`, or `DPoP` with a proof whose `htm` is `GET` and `htu` the http(s) form of this URL; scope `relay:connect`. Refusals are ordinary HTTP answers. ' +
         'Frames are JSON-RPC 2.0 text: the service calls `cloudMcp.call` with `{runId, assertion, message}` and the workbench answers with the MCP response message as `result` (null for a notification) or a JSON-RPC `error`. ' +
+        'The service also sends two notifications (no `id`, no answer; docs/api/policy-push.md): `hello`, always the first frame, `{"policy":{"organisation":{"number","revision"},"projects":[{"projectId","number","revision"}]}}` (the current publish number, null when none, and effective revision, the ETag of `GET /policy/v1`, of each policy scope that applies to the device; `policy` null when it could not be read in time), and `policy.changed`, `{"scope":"organisation"|"project","projectId"?,"number","revision"}`, after a publish or restore of such a scope committed, at most once per revision per connection. Neither carries policy text: poll `GET /policy/v1`, which stays the source of truth. ' +
         'The service pings every RELAY_HEARTBEAT_MS and drops a socket that missed a pong. Close codes: 1001 service shutting down, 1003 binary frame, 1009 frame over 8 MB, 4000 replaced by a newer connection of the device, 4001 the access token expired or the device was revoked. A request that is not an upgrade gets 426.',
       tag: 'Devices',
       extension: true,
@@ -115,6 +131,8 @@ export function relayRoutes(deps: { hub: RelayHub; upgrades: RelayUpgrades; keys
         deps.hub.accept(req, upgrade.socket, upgrade.head, {
           deviceId: principal.deviceId!,
           organisationId: principal.organisationId,
+          personId: principal.personId,
+          deviceKind: principal.deviceKind ?? 'node',
           accessToken: credential!.token,
         });
         return undefined;

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
-import { audit } from '../../audit.js';
+import { audit, NO_AUDIT_TRAIL, type AuditEntry, type AuditTrail } from '../../audit.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { conflict, type ApiError } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
@@ -69,6 +69,8 @@ export interface SignInAccountsOptions {
   config: Pick<SignInSettings, 'linkTicketTtlSeconds'>;
   organisations: OrganisationService;
   logger: Logger;
+  /** Where an added method leaves its audit row, in its transaction. */
+  trail?: AuditTrail | undefined;
 }
 
 export class SignInAccounts {
@@ -150,7 +152,7 @@ export class SignInAccounts {
     // (one the join rule does not follow: an unconfirmed one): one address, one account.
     const confirmed = verifiedEmail !== undefined && !(await store.addressHeldByOther(verifiedEmail, personId)) ? verifiedEmail : null;
     const method = await this.insertMethod(store, personId, provider, identity, confirmed, now);
-    if (!created) await this.auditMethodAdded(personId, method);
+    if (!created) await this.auditMethodAdded(manager, personId, method);
     return { personId, methodId: method.id, created };
   }
 
@@ -184,7 +186,7 @@ export class SignInAccounts {
     }
     await this.adoptEmail(manager, personId, verifiedEmail);
     const method = await this.insertMethod(store, personId, pending.provider, pending.identity, verifiedEmail ?? null, now);
-    await this.auditMethodAdded(personId, method);
+    await this.auditMethodAdded(manager, personId, method);
     return { personId, methodId: method.id, created: false };
   }
 
@@ -212,13 +214,15 @@ export class SignInAccounts {
     return method;
   }
 
-  private async auditMethodAdded(personId: string, method: SignInMethodRecord): Promise<void> {
-    audit(this.options.logger, {
+  private async auditMethodAdded(manager: EntityManager, personId: string, method: SignInMethodRecord): Promise<void> {
+    const entry: AuditEntry = {
       action: 'sign_in_method.added',
       organisationId: (await this.options.organisations.membershipsOf(personId))[0]?.organisation.id ?? '',
       actor: { kind: 'cloud-session', personId },
       target: { personId, signInMethodId: method.id, provider: method.provider },
-    });
+    };
+    await (this.options.trail ?? NO_AUDIT_TRAIL).record(manager, entry);
+    audit(this.options.logger, entry);
   }
 
   /** A person without an email address takes the first verified one a method brings. */

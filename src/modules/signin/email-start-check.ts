@@ -75,7 +75,7 @@ export function hasLeadingZeroBits(digest: Buffer, bits: number): boolean {
   return rest === 0 || (digest[whole]! >> (8 - rest)) === 0;
 }
 
-/** A nonce for a challenge (what a client does; the tests and the README's example use it). */
+/** A nonce for a challenge (what a client does; the tests and the docs' example use it). */
 export function solveProofOfWork(challenge: string, email: string, bits: number): string {
   for (let n = 0; ; n++) {
     const nonce = n.toString(36);

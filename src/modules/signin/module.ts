@@ -1,3 +1,4 @@
+import type { AuditTrail } from '../../audit.js';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { RouteDefinition } from '../../http/route.js';
@@ -23,6 +24,7 @@ export interface SignInModuleDependencies {
   logger: Logger;
   mailer: Mailer;
   organisations: OrganisationService;
+  trail?: AuditTrail;
 }
 
 export interface SignInModuleSettings {
@@ -55,6 +57,7 @@ export function createSignInModule(deps: SignInModuleDependencies, settings: Sig
     sessions,
     mailer: deps.mailer,
     logger: deps.logger,
+    trail: deps.trail,
     codeKey: settings.codeKey,
   });
   return {

@@ -116,6 +116,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       operationId: 'listSignInProviders',
       permission: 'public',
       summary: 'The ways to sign in',
+      description: 'The identity providers this deployment has configured, and `email`, in display order: the buttons a sign-in page shows.',
       tag: 'Cloud sign-in',
       cloudOnly: true,
       tenant: false,
@@ -251,7 +252,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
       rateLimits: [limits.emailStart],
       schemas: { body: emailStartSchema },
       responses: {
-        202: { description: 'A code was mailed if the address can receive mail.', schema: { type: 'object', description: 'Empty.', additionalProperties: false } },
+        202: { description: 'A code was mailed if the address can receive mail.', schema: { type: 'object', description: 'Empty.', additionalProperties: false, examples: [{}] } },
         400: { description: 'Malformed, `redirect_uri` not registered for the client, or a link ticket that is not valid.' },
         429: { description: 'Too many codes for the address (an hour, a day), for the whole service this minute, or too many requests from the network address (`Retry-After`).' },
       },
@@ -341,7 +342,7 @@ export function signInRoutes({ service, sessions, config, origin, emailStartChec
           return value;
         };
         if (body.grant_type === 'authorization_code') {
-          const exchanging = principal?.sessionId !== undefined && principal.personId !== undefined ? { sessionId: principal.sessionId, personId: principal.personId } : undefined;
+          const exchanging = principal?.sessionId !== undefined ? { sessionId: principal.sessionId, personId: principal.personId } : undefined;
           const { tokens } = await codes.exchangeCode(
             { code: field('code'), codeVerifier: field('code_verifier'), redirectUri: field('redirect_uri'), clientId: body.client_id },
             ['console', 'mobile'],

@@ -1,4 +1,9 @@
+import { EXAMPLE } from '../../http/examples.js';
 import { named } from '../../http/schema.js';
+
+/** The console's registered redirect URI, and a one-time sign-in code, in the examples. */
+const EXAMPLE_CONSOLE_REDIRECT = 'https://console.platform.example/signed-in';
+const EXAMPLE_SIGN_IN_CODE = 'platform_sc_Vb6nM2qW8eR4tY0uI5oP1aS7dF3gH9jK2lZ6xC4vB8n';
 
 const PROVIDER_IDS = ['google', 'microsoft', 'github', 'facebook', 'email'] as const;
 
@@ -23,6 +28,7 @@ export const providerListSchema = named('SignInProviders', {
     },
   },
   additionalProperties: false,
+  examples: [{ providers: [{ id: 'google', label: 'Continue with Google' }, { id: 'github', label: 'Continue with GitHub' }, { id: 'email', label: 'Continue with email' }] }],
 } as const);
 
 /**
@@ -65,6 +71,16 @@ export const emailStartSchema = named('EmailSignInStart', {
     },
   },
   additionalProperties: false,
+  examples: [
+    {
+      email: EXAMPLE.email,
+      client: 'console',
+      redirect_uri: EXAMPLE_CONSOLE_REDIRECT,
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+      state: 'af0ifjsldkj',
+    },
+  ],
 } as const);
 
 export const emailChallengeSchema = named('EmailSignInChallenge', {
@@ -79,6 +95,7 @@ export const emailChallengeSchema = named('EmailSignInChallenge', {
     algorithm: { type: 'string', description: 'Proof of work: `sha-256(challenge:email:nonce)`.' },
   },
   additionalProperties: true,
+  examples: [{ kind: 'none' }, { kind: 'proof-of-work', challenge: 'c2Vj7Kq0vX3nR8tB1mW5yZ', bits: 18, expiresIn: 300, algorithm: 'sha-256(challenge:email:nonce)' }],
 } as const);
 
 export const emailVerifySchema = named('EmailSignInVerify', {
@@ -90,6 +107,7 @@ export const emailVerifySchema = named('EmailSignInVerify', {
     code: { type: 'string', maxLength: 20, description: 'The six digits of the mail.' },
   },
   additionalProperties: false,
+  examples: [{ email: EXAMPLE.email, code: '381947' }],
 } as const);
 
 export const emailVerifiedSchema = named('EmailSignInVerified', {
@@ -101,6 +119,7 @@ export const emailVerifiedSchema = named('EmailSignInVerified', {
     state: { type: 'string', description: 'The `state` of `POST /auth/v1/email/start` (empty when none was sent).' },
   },
   additionalProperties: false,
+  examples: [{ code: EXAMPLE_SIGN_IN_CODE, state: 'af0ifjsldkj' }],
 } as const);
 
 export const tokenRequestSchema = named('SessionTokenRequest', {
@@ -120,6 +139,14 @@ export const tokenRequestSchema = named('SessionTokenRequest', {
   },
   maxProperties: 20,
   additionalProperties: { type: 'string', maxLength: 2000, description: 'Ignored.' },
+  examples: [
+    {
+      grant_type: 'authorization_code',
+      code: EXAMPLE_SIGN_IN_CODE,
+      code_verifier: 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk',
+      redirect_uri: EXAMPLE_CONSOLE_REDIRECT,
+    },
+  ],
 } as const);
 
 export const sessionTokensSchema = named('SessionTokens', {
@@ -133,4 +160,12 @@ export const sessionTokensSchema = named('SessionTokens', {
     token_type: { type: 'string', enum: ['Bearer'], description: '`Bearer`.' },
   },
   additionalProperties: false,
+  examples: [
+    {
+      access_token: 'platform_sa_Lk9jH3gF7dS1aP5oI0uY4tR8eW2qZ6xC3vB7nM1kJ5h',
+      refresh_token: 'platform_sr_Wq2eR6tY0uI4oP8aS3dF7gH1jK5lZ9xC2vB6nM0qW4e',
+      expires_in: 900,
+      token_type: 'Bearer',
+    },
+  ],
 } as const);

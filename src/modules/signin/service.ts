@@ -1,3 +1,4 @@
+import type { AuditTrail } from '../../audit.js';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { Mailer } from '../../mail/mailer.js';
@@ -23,6 +24,8 @@ import { SignInStore } from './store.js';
 
 export interface SignInServiceOptions {
   config: SignInSettings;
+  /** Where an added sign-in method leaves its audit row, in its transaction. */
+  trail?: AuditTrail | undefined;
   /** `serviceOrigin` (src/http/origin.ts): PLATFORM_BASE_URL, which Cloud requires. */
   origin: string | undefined;
   providers: ReadonlyMap<IdentityProviderId, IdentityProvider>;
@@ -47,7 +50,7 @@ export class SignInService {
   ) {
     const store = new SignInStore(dataSource);
     const { config, origin } = options;
-    this.accounts = new SignInAccounts(dataSource, clock, store, { config, organisations: options.organisations, logger: options.logger });
+    this.accounts = new SignInAccounts(dataSource, clock, store, { config, organisations: options.organisations, logger: options.logger, trail: options.trail });
     this.codes = new SignInCodes(dataSource, clock, store, { config, sessions: options.sessions, accounts: this.accounts });
     const parts = { accounts: this.accounts, codes: this.codes };
     this.providerFlow = new ProviderFlow(clock, store, { config, origin, providers: options.providers, ...parts });

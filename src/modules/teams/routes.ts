@@ -5,7 +5,7 @@ import type { RateLimitRule } from '../../http/rate-limit.js';
 import { defineRoute, type RouteDefinition } from '../../http/route.js';
 import { organisationSummarySchema } from '../organisation/schemas.js';
 import type { MemberView } from './ports.js';
-import { invitationListSchema, invitationPreviewSchema, invitationSchema, memberListSchema, okSchema, roleSchema, teamNameSchema } from './schemas.js';
+import { invitationBodySchema, invitationListSchema, invitationPreviewSchema, invitationSchema, memberListSchema, memberRoleBodySchema, okSchema, teamNameBodySchema } from './schemas.js';
 import type { TeamService, TeamSettings } from './service.js';
 import type { InvitationView } from './store.js';
 
@@ -13,7 +13,7 @@ import type { InvitationView } from './store.js';
 
 const common = { tag: 'Cloud organisations', cloudOnly: true, tenant: false, auth: ['cloud-session'] } as const;
 
-const caller = (principal: Principal) => ({ personId: principal.personId! });
+const caller = (principal: Principal) => ({ personId: principal.personId });
 
 const idParam = { type: 'string', minLength: 1, maxLength: 100, description: 'Organisation id (`org_…`).' } as const;
 const organisationParams = { type: 'object', required: ['id'], properties: { id: idParam }, additionalProperties: false } as const;
@@ -76,7 +76,7 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       summary: 'Create a team',
       description: 'Any signed-in person; the caller becomes its owner. The team\'s `kind` is `team`, its `plan` the configured one (`CLOUD_TEAM_PLAN`, default `teams`); its edition is `teams`.',
       schemas: {
-        body: { type: 'object', required: ['name'], properties: { name: teamNameSchema }, additionalProperties: false },
+        body: teamNameBodySchema,
       },
       responses: {
         201: { description: 'The new team, with the caller as its owner.', schema: organisationSummarySchema },
@@ -99,7 +99,7 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       forbids: true,
       schemas: {
         params: organisationParams,
-        body: { type: 'object', required: ['name'], properties: { name: teamNameSchema }, additionalProperties: false },
+        body: teamNameBodySchema,
       },
       responses: {
         200: { description: 'Renamed.', schema: okSchema },
@@ -146,7 +146,7 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       forbids: true,
       schemas: {
         params: memberParams,
-        body: { type: 'object', required: ['role'], properties: { role: roleSchema }, additionalProperties: false },
+        body: memberRoleBodySchema,
       },
       responses: {
         200: { description: 'Changed (or already so).', schema: okSchema },
@@ -224,15 +224,7 @@ export function teamRoutes(teams: TeamService, limits: ReturnType<typeof teamRat
       rateLimits: [limits.inviteFromAddress, limits.invite],
       schemas: {
         params: organisationParams,
-        body: {
-          type: 'object',
-          required: ['email'],
-          properties: {
-            email: { type: 'string', format: 'email', maxLength: 320, description: 'The address to invite.' },
-            role: { ...roleSchema, description: 'The role the accepter gets: `owner` (only an owner invites one), `admin` or `member` (default).' },
-          },
-          additionalProperties: false,
-        },
+        body: invitationBodySchema,
       },
       responses: {
         201: { description: 'The invitation, with its link.', schema: invitationSchema, headers: { 'Cache-Control': { description: '`no-store`: the answer holds the link.', schema: { type: 'string' } } } },

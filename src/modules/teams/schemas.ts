@@ -1,7 +1,22 @@
+import { EXAMPLE } from '../../http/examples.js';
 import { named, timestampSchema } from '../../http/schema.js';
 import { nextCursorSchema } from '../../http/pagination.js';
 
 /** Cloud organisations (spec 2.7-2.9, 4.5): request and answer schemas. */
+
+const EXAMPLE_INVITATION = {
+  id: EXAMPLE.invitationId,
+  email: 'dana@example.com',
+  role: 'member',
+  invitedBy: EXAMPLE.personId,
+  invitedByName: 'Ana Lima',
+  createdAt: '2026-11-03T11:20:00.000Z',
+  expiresAt: '2026-11-10T11:20:00.000Z',
+};
+const EXAMPLE_MEMBERS = [
+  { userId: EXAMPLE.personId, name: 'Ana Lima', email: EXAMPLE.email, role: 'owner', joinedAt: '2026-11-02T10:00:00.000Z' },
+  { userId: EXAMPLE.otherPersonId, name: 'Ben Okafor', email: 'ben@example.com', role: 'member', joinedAt: '2026-11-02T10:41:19.662Z' },
+];
 
 export const ORGANISATION_ROLE_VALUES = ['owner', 'admin', 'member'] as const;
 
@@ -30,6 +45,7 @@ export const memberSchema = named('Member', {
     joinedAt: { ...timestampSchema, description: 'When the person joined (again, after a removal: the latest time).' },
   },
   additionalProperties: false,
+  examples: [EXAMPLE_MEMBERS[1]],
 } as const);
 
 export const invitationSchema = named('Invitation', {
@@ -51,6 +67,7 @@ export const invitationSchema = named('Invitation', {
     },
   },
   additionalProperties: false,
+  examples: [{ ...EXAMPLE_INVITATION, link: 'https://console.platform.example/join#platform_iv_Jk8lZ2xC6vB0nM4qW8eR2tY6uI0oP4aS8dF2gH6jK0l' }],
 } as const);
 
 export const invitationPreviewSchema = named('InvitationPreview', {
@@ -65,6 +82,7 @@ export const invitationPreviewSchema = named('InvitationPreview', {
     expiresAt: { ...timestampSchema, description: 'When the link stops working.' },
   },
   additionalProperties: false,
+  examples: [{ organisation: 'Checkout team', invitedBy: 'Ana Lima', email: 'dana@example.com', role: 'member', expiresAt: '2026-11-10T11:20:00.000Z' }],
 } as const);
 
 export const memberListSchema = {
@@ -73,6 +91,7 @@ export const memberListSchema = {
   required: ['members', 'nextCursor'],
   properties: { members: { type: 'array', items: memberSchema, description: 'A page of members.' }, nextCursor: nextCursorSchema },
   additionalProperties: false,
+  examples: [{ members: EXAMPLE_MEMBERS, nextCursor: null }],
 } as const;
 
 export const invitationListSchema = {
@@ -81,6 +100,7 @@ export const invitationListSchema = {
   required: ['invitations', 'nextCursor'],
   properties: { invitations: { type: 'array', items: invitationSchema, description: 'A page of open invitations.' }, nextCursor: nextCursorSchema },
   additionalProperties: false,
+  examples: [{ invitations: [EXAMPLE_INVITATION], nextCursor: null }],
 } as const;
 
 export const okSchema = {
@@ -89,4 +109,38 @@ export const okSchema = {
   required: ['ok'],
   properties: { ok: { type: 'boolean', description: 'Always `true`.' } },
   additionalProperties: false,
+  examples: [{ ok: true }],
+} as const;
+
+/** The body that creates a team, or renames one. */
+export const teamNameBodySchema = {
+  type: 'object',
+  description: "The team's name.",
+  required: ['name'],
+  properties: { name: teamNameSchema },
+  additionalProperties: false,
+  examples: [{ name: 'Checkout team' }],
+} as const;
+
+/** The body that changes a member's role. */
+export const memberRoleBodySchema = {
+  type: 'object',
+  description: "The member's new role.",
+  required: ['role'],
+  properties: { role: roleSchema },
+  additionalProperties: false,
+  examples: [{ role: 'admin' }],
+} as const;
+
+/** The body that invites an address. */
+export const invitationBodySchema = {
+  type: 'object',
+  description: 'Whom to invite, and as what.',
+  required: ['email'],
+  properties: {
+    email: { type: 'string', format: 'email', maxLength: 320, description: 'The address to invite.' },
+    role: { ...roleSchema, description: 'The role the accepter gets: `owner` (only an owner invites one), `admin` or `member` (default).' },
+  },
+  additionalProperties: false,
+  examples: [{ email: 'dana@example.com', role: 'member' }],
 } as const;

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
 import { authorize, defineAbilityFor, permits, type AppAbility, type SubjectRecords } from '../../../policies/index.js';
-import { audit } from '../../audit.js';
+import { audit, NO_AUDIT_TRAIL, type AuditTrail } from '../../audit.js';
 import type { OrganisationRole } from '../../auth/principal.js';
 import { isUniqueViolation, withRetries } from '../../db/errors.js';
 import { ApiError, conflict, forbidden, invalidRequest, notFound } from '../../errors.js';
@@ -103,6 +103,8 @@ export interface TeamServiceOptions {
   organisations: TeamOrganisationRows;
   /** The sign-in module's methods (src/app.ts passes its store). */
   signInMethods: TeamSignInMethods;
+  /** Where each change leaves its audit row, in its transaction. */
+  trail?: AuditTrail;
 }
 
 interface InTeam {
@@ -129,12 +131,17 @@ export class TeamService {
     this.signIn = options.signInMethods;
   }
 
-  private abilityOf(organisationId: string, membership: Pick<MembershipRecord, 'personId' | 'role'>): AppAbility {
+  private static abilityOf(organisationId: string, membership: Pick<MembershipRecord, 'personId' | 'role'>): AppAbility {
     return defineAbilityFor({ kind: 'cloud-session', organisationId, personId: membership.personId, role: membership.role, projectRoles: new Map() });
   }
 
   private audit(action: string, organisationId: string, caller: Caller, target: Record<string, string | number | boolean | null>): void {
     audit(this.options.logger, { action, organisationId, actor: { kind: 'cloud-session', personId: caller.personId }, target });
+  }
+
+  /** The change's audit row, in its transaction (the line above is written once it committed). */
+  private async record(manager: EntityManager, action: string, organisationId: string, caller: Caller, target: Record<string, string | number | boolean | null>): Promise<void> {
+    await (this.options.trail ?? NO_AUDIT_TRAIL).record(manager, { action, organisationId, actor: { kind: 'cloud-session', personId: caller.personId }, target });
   }
 
   /**
@@ -148,14 +155,8 @@ export class TeamService {
         const [organisation] = await organisations.lockOrganisations([organisationId]);
         const membership = organisation ? await organisations.findMembership(organisationId, caller.personId, { lock: true }) : null;
         if (!organisation || !membership || membership.removedAt) throw notFound('no such organisation among yours');
-        return work({
-          manager,
-          organisations,
-          invitations: this.invitations.withManager(manager),
-          organisation,
-          caller: membership,
-          ability: this.abilityOf(organisationId, membership),
-        });
+        const ability = TeamService.inOrganisation(organisation, organisationId, membership);
+        return work({ manager, organisations, invitations: this.invitations.withManager(manager), organisation, caller: membership, ability });
       }),
     );
   }
@@ -165,7 +166,18 @@ export class TeamService {
     const membership = await this.organisations.membershipsOf(caller.personId, organisationId);
     const entry = membership[0];
     if (!entry) throw notFound('no such organisation among yours');
-    return { organisation: entry.organisation, role: entry.role, ability: this.abilityOf(organisationId, { personId: caller.personId, role: entry.role }) };
+    return { organisation: entry.organisation, role: entry.role, ability: TeamService.inOrganisation(entry.organisation, organisationId, { personId: caller.personId, role: entry.role }) };
+  }
+
+  /**
+   * The caller's ability in the organisation as stored, refusing (404) unless the path names that
+   * record exactly: MySQL's collation finds `org_abc` by `ORG_ABC` too, and the rest of a request
+   * (the rules' records, the rows it writes, the audit line) uses the id the path gave.
+   */
+  private static inOrganisation(organisation: OrganisationRecord, named: string, membership: Pick<MembershipRecord, 'personId' | 'role'>): AppAbility {
+    const ability = TeamService.abilityOf(organisation.id, membership);
+    authorize(ability, 'read', 'Organisation', { id: named }, () => notFound('no such organisation among yours'));
+    return ability;
   }
 
   private static requireTeam(organisation: OrganisationRecord, what: string): void {
@@ -186,6 +198,7 @@ export class TeamService {
       const store = this.organisations.withManager(manager);
       await store.insert(organisation, []);
       await store.insertMembership({ organisationId: organisation.id, personId: caller.personId, role: 'owner', createdAt: now, removedAt: null });
+      await this.record(manager, 'team.created', organisation.id, caller, { organisationId: organisation.id });
     });
     this.audit('team.created', organisation.id, caller, { organisationId: organisation.id });
     return organisationSummary({ organisation, role: 'owner' });
@@ -193,10 +206,11 @@ export class TeamService {
 
   async rename(caller: Caller, organisationId: string, name: string): Promise<void> {
     const renamed = teamName(name);
-    await this.inTeam(organisationId, caller, async ({ organisations, organisation, ability }) => {
+    await this.inTeam(organisationId, caller, async ({ manager, organisations, organisation, ability }) => {
       TeamService.requireTeam(organisation, 'cannot be renamed: it carries its person\'s name');
       TeamService.allow(ability, 'update', 'Organisation', { id: organisationId }, 'only owners and admins rename a team');
       await organisations.update(organisationId, { name: renamed });
+      await this.record(manager, 'organisation.renamed', organisationId, caller, { organisationId });
     });
     this.audit('organisation.renamed', organisationId, caller, { organisationId });
   }
@@ -213,7 +227,7 @@ export class TeamService {
 
   /** Changes a member's role; answers whether anything changed. */
   async changeRole(caller: Caller, organisationId: string, personId: string, newRole: OrganisationRole): Promise<boolean> {
-    const from = await this.inTeam(organisationId, caller, async ({ organisations, organisation, ability }) => {
+    const from = await this.inTeam(organisationId, caller, async ({ manager, organisations, organisation, ability }) => {
       TeamService.requireTeam(organisation, 'has one member, its owner');
       const target = await organisations.findMembership(organisationId, personId, { lock: true });
       if (!target || target.removedAt) throw notFound('no such member of the team');
@@ -221,6 +235,7 @@ export class TeamService {
       if (target.role === newRole) return undefined;
       if (target.role === 'owner') await this.keepAnOwner(organisations, organisationId, personId);
       await organisations.setRole(organisationId, personId, newRole);
+      await this.record(manager, 'person.role_changed', organisationId, caller, { personId, from: target.role, to: newRole });
       return target.role;
     });
     if (from === undefined) return false;
@@ -236,13 +251,14 @@ export class TeamService {
    */
   async removeMember(caller: Caller, organisationId: string, personId: string): Promise<void> {
     const leaving = personId === caller.personId;
-    await this.inTeam(organisationId, caller, async ({ organisations, organisation, ability }) => {
+    await this.inTeam(organisationId, caller, async ({ manager, organisations, organisation, ability }) => {
       TeamService.requireTeam(organisation, 'cannot be left: it is its person\'s own');
       const target = await organisations.findMembership(organisationId, personId, { lock: true });
       if (!target || target.removedAt) throw notFound('no such member of the team');
       TeamService.allow(ability, 'delete', 'Member', { organisationId, personId, role: target.role, newRole: null }, 'owners and admins remove others, and only an owner removes an owner');
       if (target.role === 'owner') await this.keepAnOwner(organisations, organisationId, personId);
       await organisations.removeMember(organisationId, personId, this.clock.now());
+      await this.record(manager, leaving ? 'person.left' : 'person.removed', organisationId, caller, { personId });
     });
     this.audit(leaving ? 'person.left' : 'person.removed', organisationId, caller, { personId });
   }
@@ -289,7 +305,7 @@ export class TeamService {
     let organisation: OrganisationRecord | undefined;
     for (let attempt = 1; ; attempt++) {
       try {
-        organisation = await this.inTeam(organisationId, caller, async ({ organisations, invitations, organisation: team, ability }) => {
+        organisation = await this.inTeam(organisationId, caller, async ({ manager, organisations, invitations, organisation: team, ability }) => {
           TeamService.requireTeam(team, 'cannot be invited into: it is its person\'s own');
           TeamService.allow(ability, 'create', 'Invitation', { organisationId, role: input.role, email }, 'only owners and admins invite, and only an owner invites an owner');
           const holder = await this.personSigningInWith(email);
@@ -299,6 +315,8 @@ export class TeamService {
           }
           await invitations.withdrawOpenFor(organisationId, email, now);
           await invitations.insert(invitation);
+          // The invitation's id and role, never the address's token.
+          await this.record(manager, 'invitation.created', organisationId, caller, { invitationId: invitation.id, role: input.role });
           return team;
         });
         break;
@@ -316,11 +334,12 @@ export class TeamService {
   }
 
   async withdraw(caller: Caller, organisationId: string, invitationId: string): Promise<void> {
-    await this.inTeam(organisationId, caller, async ({ invitations, ability }) => {
+    await this.inTeam(organisationId, caller, async ({ manager, invitations, ability }) => {
       const invitation = await invitations.findById(invitationId, { lock: true });
       if (!invitation || invitation.organisationId !== organisationId || !this.isOpen(invitation)) throw invitationGone();
       TeamService.allow(ability, 'delete', 'Invitation', { organisationId, role: invitation.role, email: invitation.email }, 'only owners and admins withdraw invitations, and only an owner one to become an owner');
       if (!(await invitations.withdraw(invitationId, this.clock.now()))) throw invitationGone();
+      await this.record(manager, 'invitation.withdrawn', organisationId, caller, { invitationId });
     });
     this.audit('invitation.withdrawn', organisationId, caller, { invitationId });
   }
@@ -365,6 +384,7 @@ export class TeamService {
         if (membership && !membership.removedAt) throw alreadyMember();
         if (membership) await organisations.rejoin(team.id, caller.personId, invitation.role, now);
         else await organisations.insertMembership({ organisationId: team.id, personId: caller.personId, role: invitation.role, createdAt: now, removedAt: null });
+        await this.record(manager, 'invitation.accepted', team.id, caller, { invitationId: found.id, personId: caller.personId, role: found.role });
         return team;
       }),
     );
@@ -386,7 +406,7 @@ export class TeamService {
   private async inviterStillMay(organisations: TeamOrganisationRows, invitation: InvitationRecord, lock: boolean): Promise<boolean> {
     const inviter = await organisations.findMembership(invitation.organisationId, invitation.invitedBy, { lock });
     if (!inviter || inviter.removedAt) return false;
-    const ability = this.abilityOf(invitation.organisationId, inviter);
+    const ability = TeamService.abilityOf(invitation.organisationId, inviter);
     return permits(ability, 'create', 'Invitation', { organisationId: invitation.organisationId, role: invitation.role, email: invitation.email });
   }
 

@@ -1,3 +1,6 @@
+import { actorOf } from '../../audit.js';
+import { requestFacts } from '../../http/route.js';
+import { inRequestScope } from '../../util/request-scope.js';
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { cookieHeader, readCookie as readHeaderCookie } from '../../http/cookies.js';
 import { isDatabaseUnavailable, isSchemaMissing, reasonOf } from '../../db/errors.js';
@@ -409,7 +412,8 @@ export function approvalPage(options: ApprovalPageOptions): Router {
       approver = { personId: current.approver.personId, organisationId: membership.organisation.id, role: membership.role };
     }
     try {
-      device = await deviceCodes.decide(userCode, approver, decision);
+      // The page's own request: its id, address and user agent go with the audit row.
+      device = await inRequestScope(requestFacts(req), () => deviceCodes.decide(userCode, approver, decision, actorOf(req.context.principal)));
     } catch (error) {
       if (error instanceof ApiError && error.status === 404) return again(undefined);
       throw await refusal(error, userCode, approver, current.signedIn);

@@ -20,8 +20,9 @@ import { checkSvg, SvgRefusal, type CheckedSvg } from './pipeline.js';
  *   `SvgCheckTimeout` (400 `svg_too_complex`). The time counts from when a thread took the check,
  *   not the wait in the queue, and never a thread's start-up (a thread takes checks once it has
  *   loaded the pipeline).
- * A thread that dies otherwise (out of memory) fails its check as too complex too; the pool
- * replaces it.
+ * - a thread's heap is bounded (`heapMb`, 512 MB): a check that needs more ends its own thread
+ *   (ERR_WORKER_OUT_OF_MEMORY), never the process, and fails as too complex; the pool replaces it.
+ * A thread that dies otherwise fails its check (500); the pool replaces it.
  *
  * Built from `dist`, a thread runs `check-worker.js`. Run from the TypeScript sources (jest runs
  * them through @swc/jest in this process, which a thread does not share), it loads
@@ -32,7 +33,12 @@ export interface SvgCheckSettings {
   threads: number;
   queue: number;
   timeoutMs: number;
+  /** The V8 heap a thread may use (old generation, MB); over it the thread dies alone and its check fails as too complex. */
+  heapMb?: number;
 }
+
+/** A 2 MB picture's check peaks well under 200 MB of heap. */
+const DEFAULT_HEAP_MB = 512;
 
 /** Every thread is busy and the queue is full. */
 export class SvgCheckBusy extends Error {
@@ -70,15 +76,16 @@ interface Thread {
 }
 
 /** Starts a worker: the compiled entry, or the TypeScript one through tsx. */
-function startWorker(): Worker {
+function startWorker(heapMb: number): Worker {
   const here = import.meta.url;
-  if (here.endsWith('.js')) return new Worker(new URL('./check-worker.js', here));
+  const resourceLimits = { maxOldGenerationSizeMb: heapMb };
+  if (here.endsWith('.js')) return new Worker(new URL('./check-worker.js', here), { resourceLimits });
   // tsx's ESM API (its `import` condition) registers its loader for the imports after it.
   const tsx = pathToFileURL(join(dirname(createRequire(here).resolve('tsx/package.json')), 'dist/esm/api/index.mjs')).href;
   const entry = new URL('./check-worker.ts', here).href;
   const boot = `const { workerData } = require('node:worker_threads');
 import(workerData.tsx).then(({ register }) => { register(); return import(workerData.entry); });`;
-  return new Worker(boot, { eval: true, workerData: { tsx, entry } });
+  return new Worker(boot, { eval: true, workerData: { tsx, entry }, resourceLimits });
 }
 
 /** Checks inline, on the event loop (threads 0). */
@@ -106,8 +113,15 @@ class PooledChecker implements SvgChecker {
 
   check(text: string): Promise<CheckedSvg> {
     if (this.closed) return Promise.reject(new Error('the SVG checker is closed'));
-    const free = [...this.threads].some((thread) => thread.ready && thread.task === undefined);
-    if (!free && this.threads.size >= this.settings.threads && this.waiting.length >= this.settings.queue) return Promise.reject(new SvgCheckBusy());
+    let free = false;
+    let starting = 0;
+    for (const thread of this.threads) {
+      if (!thread.ready) starting += 1;
+      else if (thread.task === undefined) free = true;
+    }
+    // A check waiting for a thread that is still starting holds that thread's place, not the queue's.
+    const queued = Math.max(0, this.waiting.length - starting);
+    if (!free && this.threads.size >= this.settings.threads && queued >= this.settings.queue) return Promise.reject(new SvgCheckBusy());
     return new Promise<CheckedSvg>((resolve, reject) => {
       this.waiting.push({ id: this.nextId++, text, resolve, reject });
       this.pump();
@@ -140,7 +154,7 @@ class PooledChecker implements SvgChecker {
   }
 
   private start(): void {
-    const thread: Thread = { worker: startWorker(), ready: false, task: undefined, timer: undefined };
+    const thread: Thread = { worker: startWorker(this.settings.heapMb ?? DEFAULT_HEAP_MB), ready: false, task: undefined, timer: undefined };
     this.threads.add(thread);
     // The pool never keeps the process alive; the server does while it serves.
     thread.worker.unref();
