@@ -25,7 +25,7 @@
 //   --workspace <id>       PLATFORM_WORKSPACE  this workbench's workspace (default: example-workspace)
 //   --name <text>          PLATFORM_NAME       the name people see when they approve it
 //   --join-key <key>       PLATFORM_JOIN_KEY   enrol as a node with a join key (platform_jk_…)
-//   --once                                     do 1 to 6, close the channel and exit (no waiting)
+//   --once                                     do 1 to 6, take the channel's `hello`, close it and exit
 //
 // Secrets (the key, tokens, the join key) are never printed. Stop it with Ctrl-C.
 
@@ -321,6 +321,9 @@ function holdChannel(keys, state, { once }) {
   const wsUrl = httpUrl.replace(/^http/, 'ws');
   let stopping = false;
   let socket;
+  // Settles once the first `hello` was handled (the service sends it first on every socket).
+  let helloHandled;
+  const hello = new Promise((resolve) => (helloHandled = resolve));
 
   const connect = async (attempt = 1) => {
     const token = await accessToken(keys, state);
@@ -361,6 +364,7 @@ function holdChannel(keys, state, { once }) {
     if (frame.method === 'hello' || frame.method === 'policy.changed') {
       say('channel', frame.method);
       await readPolicy(keys, state, frame.method).catch((error) => say('policy', error.message));
+      if (frame.method === 'hello') helloHandled();
     } else if (frame.method === 'cloudMcp.call' && frame.id !== undefined) {
       socket.send(JSON.stringify({ jsonrpc: '2.0', id: frame.id, error: { code: -32601, message: 'this example workbench runs no tools' } }));
     }
@@ -368,6 +372,7 @@ function holdChannel(keys, state, { once }) {
 
   return {
     opened: connect(),
+    hello,
     close: () => {
       stopping = true;
       socket?.close(1000);
@@ -398,6 +403,8 @@ async function main() {
 
   const channel = holdChannel(keys, state, { once: options.once });
   const opened = await channel.opened;
+  // --once: take the service's `hello` (at most 5 s) before closing, as a running workbench would.
+  if (options.once && opened) await Promise.race([channel.hello, sleep(5_000)]);
   if (options.once || !opened) {
     channel.close();
     say('done', opened ? 'all steps worked' : 'the control channel was refused');
