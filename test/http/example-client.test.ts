@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -65,8 +67,8 @@ class Example {
   private readonly child: ChildProcess;
   private readonly waiters: (() => void)[] = [];
 
-  constructor(args: string[], env: Record<string, string> = {}) {
-    this.child = spawn(process.execPath, ['examples/workbench.mjs', '--url', origin, '--project', projectId, ...args], {
+  constructor(args: string[], env: Record<string, string> = {}, url = origin) {
+    this.child = spawn(process.execPath, ['examples/workbench.mjs', '--url', url, '--project', projectId, ...args], {
       env: { PATH: process.env.PATH ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -199,4 +201,43 @@ describe('examples/workbench.mjs', () => {
     expect(run.stderr).toBe('');
     expect(run.stdout).not.toMatch(/platform_(at|rt|dc)_/);
   }, 60_000);
+});
+
+describe('its device-code poll', () => {
+  it('sends the grant type, the code and a proof, slows down for good on slow_down, and stops on access_denied', async () => {
+    // A stand-in token endpoint: what the service answers, in order, whatever the timing.
+    const polls: { at: number; body: URLSearchParams; dpop: string | undefined }[] = [];
+    const server = createServer((req, res) => {
+      let text = '';
+      req.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      req.on('end', () => {
+        res.setHeader('content-type', 'application/json');
+        if (req.url === '/relay/v1/device/code') {
+          res.end(JSON.stringify({ device_code: 'platform_dc_stand_in', user_code: 'BCDF-GHJK', verification_uri: 'http://x/device', verification_uri_complete: 'http://x/device?user_code=BCDF-GHJK', interval: 1, expires_in: 600 }));
+          return;
+        }
+        polls.push({ at: Date.now(), body: new URLSearchParams(text), dpop: req.headers.dpop as string | undefined });
+        res.statusCode = 400;
+        res.end(JSON.stringify(polls.length === 1 ? { error: 'slow_down', error_description: 'slow down' } : { error: 'access_denied', error_description: 'the person denied it' }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const run = new Example(['--state', join(dir, 'slow.json')], {}, url);
+      expect(await run.exited).toBe(1);
+      expect(run.stdout).toContain('enrol    waiting for approval (asking every 1 s)…');
+      expect(run.stdout).toContain('enrol    the service asked to slow down: asking every 6 s from now on');
+      expect(run.stderr).toBe('workbench: enrolment ended: access_denied (the person denied it)\n');
+      expect(polls).toHaveLength(2);
+      for (const poll of polls) {
+        expect(Object.fromEntries(poll.body)).toEqual({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: 'platform_dc_stand_in' });
+        expect(poll.dpop).toMatch(/^eyJ[\w-]+\.[\w-]+\.[\w-]+$/);
+      }
+      expect(polls[1]!.at - polls[0]!.at).toBeGreaterThanOrEqual(5_900);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }, 30_000);
 });
