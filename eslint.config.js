@@ -6,7 +6,7 @@ import regexp from 'eslint-plugin-regexp';
 import tseslint from 'typescript-eslint';
 
 /** Code that runs only in development, tests and CI (the chart checks and the helm download among it): it may import devDependencies. */
-const DEVELOPMENT_FILES = ['test/**', 'scripts/dev/**', 'scripts/chart.mjs', 'scripts/helm.mjs', '*.config.js', '*.config.mjs'];
+const DEVELOPMENT_FILES = ['test/**', 'examples/**', 'scripts/dev/**', 'scripts/chart.mjs', 'scripts/helm.mjs', '*.config.js', '*.config.mjs'];
 
 /** The feature modules (src/modules/<name>): each its own room, with a store only it may import. */
 const MODULES = readdirSync(new URL('./src/modules/', import.meta.url), { withFileTypes: true })
@@ -105,7 +105,7 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: {
         projectService: {
-          allowDefaultProject: ['bin/*.js', 'scripts/*.mjs', 'scripts/dev/*.mjs', 'scripts/dev/*.mts'],
+          allowDefaultProject: ['bin/*.js', 'scripts/*.mjs', 'scripts/dev/*.mjs', 'scripts/dev/schema-diff.mts'],
           defaultProject: 'tsconfig.json',
           maximumDefaultProjectFileMatchCount_THIS_WILL_SLOW_DOWN_LINTING: 16,
         },
@@ -156,7 +156,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**', 'scripts/**', 'bin/**'],
+    files: ['test/**', 'scripts/**', 'bin/**', 'examples/**'],
     rules: { 'no-console': 'off', '@typescript-eslint/no-non-null-assertion': 'off' },
   },
 );

@@ -235,7 +235,7 @@ export function buildApp(deps: AppDependencies): Platform {
 
   // Cloud sign-in: identity providers, mail, sessions.
   const mailer: Mailer = countingMailer(
-    config.mail.smtpUrl ? new SmtpMailer(config.mail.smtpUrl, config.mail.from) : new OutboxMailer(config.mail.outboxDir, config.mail.from, clock),
+    config.mail.smtpUrl ? new SmtpMailer(config.mail.smtpUrl, config.mail.from) : new OutboxMailer(config.mail.outboxDir, config.mail.from, clock, logger),
     (kind) => metrics.mailSent(kind),
   );
   const providers = new Map<IdentityProviderId, IdentityProvider>();

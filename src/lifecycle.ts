@@ -13,7 +13,7 @@ import { buildApp, type Platform } from './app.js';
 import { bootstrapLocalhost } from './bootstrap.js';
 import { ConfigError, loadConfig, type Config, type ServerLimits } from './config.js';
 import { createDataSource } from './db/data-source.js';
-import { reasonOf } from './db/errors.js';
+import { databaseAddress, reasonOf } from './db/errors.js';
 import { databaseRefusal } from './db/server-check.js';
 import { createLogger } from './logger.js';
 import { systemClock } from './util/clock.js';
@@ -81,6 +81,13 @@ export class StartError extends Error {
   }
 }
 
+/**
+ * After this many failed attempts at start, one `error` line says where the service is trying
+ * and what to check (a wrong DATABASE_URL looks the same as a database still starting, and the
+ * `warn` line of each attempt does not say which to suspect); the attempts go on.
+ */
+const DATABASE_HINT_AFTER_ATTEMPTS = 3;
+
 /** Waits between attempts to reach the database at start: 0.5 s, doubling, at most 30 s. */
 function startBackoffMs(attempt: number): number {
   return Math.min(500 * 2 ** Math.min(attempt - 1, 16), 30_000);
@@ -137,6 +144,9 @@ async function openDatabase(config: Config, logger: Logger, stopped: () => boole
       if (dataSource.isInitialized) await dataSource.destroy().catch(() => undefined);
       const retryInMs = startBackoffMs(attempt);
       logger.warn({ dependency: 'database', attempt, retryInMs, ...reasonOf(error) }, 'database not reachable; trying again');
+      if (attempt === DATABASE_HINT_AFTER_ATTEMPTS) {
+        logger.error({ dependency: 'database', attempts: attempt }, `cannot reach the database at ${databaseAddress(config.database)}: check DATABASE_URL (still trying)`);
+      }
       await sleep(retryInMs);
       continue;
     }

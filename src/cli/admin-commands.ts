@@ -70,7 +70,7 @@ export function registerPeopleCommands(program: Command, people: Command, contex
     .action(async (options: { org: string; json?: boolean }) => {
       const views = await listPeople(await context.services(), options.org);
       if (options.json) return context.printJson(views);
-      if (!views.length) return context.print('No people.');
+      if (!views.length) return context.print(`No people in ${options.org} yet. Make its first owner: platform bootstrap --org ${options.org} --email <address>`);
       const rows = views.map((view) => [view.id, view.name, view.email ?? '-', view.role, view.signedIn ? 'yes' : 'not yet', view.joinedAt]);
       for (const line of table(['ID', 'NAME', 'EMAIL', 'ROLE', 'SIGNED IN', 'JOINED'], rows)) context.print(line);
     });
@@ -86,7 +86,11 @@ export function registerDeviceCommands(program: Command, context: CliContext): v
     .action(async (options: { org: string; json?: boolean }) => {
       const views = await listDevices(await context.services(), options.org);
       if (options.json) return context.printJson(views);
-      if (!views.length) return context.print('No devices.');
+      if (!views.length) {
+        return context.print(
+          `No devices in ${options.org} yet. A workbench enrols with a device code a member approves at /device, or with a join key: platform join-key create --org ${options.org} --as <owner email> --description <what for>`,
+        );
+      }
       const rows = views.map((view) => [
         view.id,
         view.name,
@@ -168,7 +172,7 @@ export function registerJoinKeyCommands(program: Command, context: CliContext): 
     .action(async (options: { org: string; json?: boolean }) => {
       const views = await listJoinKeys(await context.services(), options.org);
       if (options.json) return context.printJson(views);
-      if (!views.length) return context.print('No join keys.');
+      if (!views.length) return context.print(`No join keys in ${options.org} yet. Create one: platform join-key create --org ${options.org} --as <owner email> --description <what for>`);
       const rows = views.map((view) => [view.id, view.state, view.reusable ? 'yes' : 'no', String(view.useCount), view.expiresAt, view.createdBy.name || view.createdBy.id, view.description]);
       for (const line of table(['ID', 'STATE', 'REUSABLE', 'USES', 'EXPIRES', 'CREATED BY', 'DESCRIPTION'], rows)) context.print(line);
     });
@@ -271,7 +275,9 @@ export function registerProjectAdminCommands(project: Command, context: CliConte
     .action(async (options: { org: string; project: string; json?: boolean }) => {
       const views = await listProjectMembers(await context.services(), options.org, options.project);
       if (options.json) return context.printJson(views);
-      if (!views.length) return context.print('No members.');
+      if (!views.length) {
+        return context.print(`No members in ${options.project} yet. Add one: platform project members add --org ${options.org} --project ${options.project} --person <email> --role owner`);
+      }
       for (const line of table(['PERSON', 'NAME', 'EMAIL', 'ROLE', 'ADDED'], views.map((view) => [view.personId, view.name, view.email ?? '-', view.role, view.addedAt]))) {
         context.print(line);
       }

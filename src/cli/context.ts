@@ -1,5 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
@@ -17,6 +17,11 @@ export interface CliDependencies {
   env: Record<string, string | undefined>;
   stdout(text: string): void;
   stderr(text: string): void;
+  /**
+   * Where the command line's JSON log lines (audit lines among them) go, away from what a person
+   * reads. Without it they go to stderr; with `--verbose` they go to stderr as well.
+   */
+  log?(line: string): void;
   clock?: Clock;
   /** An open database. The command line then neither opens nor closes one (tests use this). */
   dataSource?: DataSource;
@@ -98,6 +103,16 @@ export function withEnvFile(env: Record<string, string | undefined>, path: strin
   return merged;
 }
 
+/** Appends log lines to a file only its owner reads (audit lines name people and organisations). */
+export function appendLogFile(path: string, text: string): void {
+  try {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    appendFileSync(path, text, { mode: 0o600 });
+  } catch (error) {
+    throw usageError(`cannot write the log file ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+}
+
 export type { AdminServices } from '../admin-services.js';
 
 /**
@@ -128,11 +143,29 @@ export class CliContext {
   }
 
   private createdLogger: Logger | undefined;
+  private verbose = false;
+  private logFile: string | undefined;
 
-  /** The command line's log: JSON lines (redacted like the service's) on stderr, at LOG_LEVEL. */
+  /** `--verbose` and `--log-file`: read before the log is first written. */
+  useLogOptions(options: { verbose?: boolean; logFile?: string }): void {
+    this.verbose = options.verbose === true;
+    this.logFile = options.logFile;
+  }
+
+  /**
+   * The command line's log: JSON lines (redacted like the service's) at LOG_LEVEL, to
+   * `--log-file` when given, otherwise to the log its caller chose (src/cli/main.ts), otherwise
+   * to stderr; with `--verbose` on stderr too. Human output never carries them otherwise.
+   */
   get logger(): Logger {
-    this.createdLogger ??= createLogger(this.config.logLevel, { write: (line: string) => this.deps.stderr(line) });
+    this.createdLogger ??= createLogger(this.config.logLevel, { write: (line: string) => this.writeLog(line) });
     return this.createdLogger;
+  }
+
+  private writeLog(line: string): void {
+    const sink = this.logFile === undefined ? this.deps.log : (text: string) => appendLogFile(this.logFile!, text);
+    if (sink) sink(line);
+    if (this.verbose || !sink) this.deps.stderr(line);
   }
 
   get clock(): Clock {

@@ -191,9 +191,11 @@ export interface ConfigureOrganisationInput extends OidcFlags {
   removeHosts?: readonly string[] | undefined;
 }
 
-export async function configureOrganisation(services: AdminServices, id: string, input: ConfigureOrganisationInput): Promise<OrganisationView> {
+export async function configureOrganisation(services: AdminServices, named: string, input: ConfigureOrganisationInput): Promise<OrganisationView> {
   const { config, organisations } = services;
-  const organisation = await requireOrganisation(services, id);
+  const organisation = await requireOrganisation(services, named);
+  // `named` may be a host name the organisation is served at (`org configure localhost`): from here on, its id.
+  const id = organisation.id;
   const name = input.name === undefined ? undefined : checkName(input.name);
   const addHosts = hostsFrom(input.addHosts ?? []);
   const removeHosts = hostsFrom(input.removeHosts ?? []);

@@ -23,6 +23,7 @@ import {
 } from './organisations.js';
 import { createProject, listProjects, setProjectRole, type ProjectView } from './projects.js';
 import { table } from './table.js';
+import { LOG_DESTINATION_HELP } from './log-destination.js';
 
 /**
  * The `platform` admin command line. Each command is a thin shell: parse flags, call a function
@@ -88,7 +89,10 @@ function registerOrganisationCommands(program: Command, context: CliContext): vo
     .action(async (options: { json?: boolean }) => {
       const views = await listOrganisations(await context.services());
       if (options.json) return context.printJson(views);
-      if (!views.length) return context.print('No organisations.');
+      if (!views.length) {
+        const kind = context.config.deployment === 'cloud' ? ' --kind team' : ' --host <host name>';
+        return context.print(`No organisations yet. Create one: platform org create --name <name>${kind}`);
+      }
       const rows = views.map((view) => [view.id, view.name, view.kind, view.plan, view.hosts.join(',') || '-', view.oidc?.issuer ?? '-']);
       for (const line of table(['ID', 'NAME', 'KIND', 'PLAN', 'HOSTS', 'ISSUER'], rows)) context.print(line);
     });
@@ -167,7 +171,7 @@ function registerProjectCommands(program: Command, context: CliContext): void {
     .action(async (options: { org: string; json?: boolean }) => {
       const views: ProjectView[] = await listProjects(await context.services(), options.org);
       if (options.json) return context.printJson(views);
-      if (!views.length) return context.print('No projects.');
+      if (!views.length) return context.print(`No projects in ${options.org} yet. Create one: platform project create --org ${options.org} --name <name>`);
       const rows = views.map((view) => [
         view.id,
         view.name,
@@ -251,8 +255,35 @@ function registerSweepCommand(program: Command, context: CliContext): void {
     });
 }
 
+/**
+ * Commander checks required options before unknown ones, so `--emial a@b` would be told
+ * "required option '--email <email>' not specified", which sends a person looking in the wrong
+ * place. A command that runs an action names its first unknown option first.
+ */
+class StrictCommand extends Command {
+  private unknownSeen: string[] = [];
+
+  override createCommand(name?: string): Command {
+    return new StrictCommand(name);
+  }
+
+  override parseOptions(args: string[]): { operands: string[]; unknown: string[] } {
+    const parsed = super.parseOptions(args);
+    this.unknownSeen = parsed.unknown;
+    return parsed;
+  }
+
+  /** Commander's own step (called before its unknown-option check); the unknown option goes first. */
+  _checkForMissingMandatoryOptions(): void {
+    const first = this.unknownSeen[0];
+    const internals = this as unknown as { _actionHandler?: unknown; _allowUnknownOption?: boolean; unknownOption(flag: string): never };
+    if (internals._actionHandler && !internals._allowUnknownOption && first?.startsWith('-')) internals.unknownOption(first);
+    (Command.prototype as unknown as { _checkForMissingMandatoryOptions(this: Command): void })._checkForMissingMandatoryOptions.call(this);
+  }
+}
+
 export function buildProgram(context: CliContext, deps: Pick<CliDependencies, 'stdout' | 'stderr'>): Command {
-  const program = new Command('platform')
+  const program = new StrictCommand('platform')
     .description('Administer a Platform API deployment. Settings come from the environment (DATABASE_URL, PLATFORM_DEPLOYMENT, …) as for the service.')
     // Set before any subcommand is added: subcommands copy these settings when created.
     .exitOverride()
@@ -263,7 +294,13 @@ export function buildProgram(context: CliContext, deps: Pick<CliDependencies, 's
     })
     .showHelpAfterError('(add --help for usage)')
     .option('--env-file <path>', 'read settings from this file too (KEY=value lines; a variable set in the environment wins over it, an empty one does not)')
-    .hook('preAction', (command) => context.useEnvFile(command.opts<{ envFile?: string }>().envFile));
+    .option('--verbose', 'print the JSON log lines (audit lines among them) on stderr too')
+    .option('--log-file <path>', `append the JSON log lines (audit lines among them) to this file (default: ${LOG_DESTINATION_HELP})`)
+    .hook('preAction', (command) => {
+      const options = command.opts<{ envFile?: string; verbose?: boolean; logFile?: string }>();
+      context.useEnvFile(options.envFile);
+      context.useLogOptions(options);
+    });
   registerOrganisationCommands(program, context);
   registerProjectCommands(program, context);
   registerDeviceCommands(program, context);

@@ -42,6 +42,9 @@ export function httpOrigin(value: string): string {
   return url.origin;
 }
 
+/** Every scheme `database` accepts, as its refusal names them: sqlite:<file>, sqlite::memory:, mysql://…, mariadb://…. */
+export const DATABASE_SCHEMES = ['sqlite:', 'mysql://', 'mariadb://'] as const;
+
 export function database(value: string): DatabaseConfig {
   if (value.startsWith('sqlite:')) {
     const location = value.slice('sqlite:'.length).replace(/^\/\//, '');
@@ -54,10 +57,10 @@ export function database(value: string): DatabaseConfig {
       if (url.pathname.length < 2) throw new Error('no database');
       return { kind: 'mysql', flavour: value.startsWith('mariadb:') ? 'mariadb' : 'mysql', location: url.toString() };
     } catch {
-      throw new Refusal('must be mysql://user:password@host:port/database');
+      throw new Refusal('must be mysql://user:password@host:port/database or mariadb://user:password@host:port/database');
     }
   }
-  throw new Refusal('must start with sqlite: or mysql:// (the value is not shown, it may hold a password)');
+  throw new Refusal(`must start with ${DATABASE_SCHEMES.slice(0, -1).join(', ')} or ${DATABASE_SCHEMES.at(-1)} (the value is not shown, it may hold a password)`);
 }
 
 /** Express `trust proxy`: false, true, a hop count, or a list of addresses/subnets. */

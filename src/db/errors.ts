@@ -132,3 +132,17 @@ export function reasonOf(error: unknown): { reason: string; errorCode?: string }
     ...(typeof code === 'string' ? { errorCode: code } : {}),
   };
 }
+
+/**
+ * Where a database is, for a line a person reads: host:port of MySQL/MariaDB or the SQLite file's
+ * path. Never a user or password (DATABASE_URL may carry one).
+ */
+export function databaseAddress(database: { kind: 'sqlite' | 'mysql'; location: string }): string {
+  if (database.kind === 'sqlite') return database.location;
+  try {
+    const url = new URL(database.location);
+    return `${url.hostname}:${url.port || '3306'}`;
+  } catch {
+    return 'DATABASE_URL';
+  }
+}

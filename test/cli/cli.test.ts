@@ -101,7 +101,83 @@ describe('platform migrate', () => {
     const second = await runOn(empty, ['migrate']);
     expect(second.code).toBe(0);
     expect(second.stdout).toMatch(/up to date; no migration to apply/);
-    expect((await runOn(empty, ['org', 'list'])).stdout).toBe('No organisations.\n');
+    // An empty list says what to do next.
+    expect((await runOn(empty, ['org', 'list'])).stdout).toBe('No organisations yet. Create one: platform org create --name <name> --host <host name>\n');
+    expect((await runOn(empty, ['org', 'list'], { PLATFORM_DEPLOYMENT: 'cloud', PLATFORM_BASE_URL: 'https://api.platform.example' })).stdout).toBe(
+      'No organisations yet. Create one: platform org create --name <name> --kind team\n',
+    );
+  });
+});
+
+describe('what a person reads', () => {
+  it('keeps audit lines in the log, out of stdout and stderr, unless --verbose', async () => {
+    const quiet = await cli(['org', 'create', '--name', 'Quiet Co']);
+    expect(quiet.code).toBe(0);
+    expect(quiet.stdout).toMatch(/^Created organisation org_\w+ "Quiet Co"\./);
+    expect(`${quiet.stdout}${quiet.stderr}`).not.toContain('audit');
+    expect(quiet.stderrLog).toEqual([]);
+    expect(auditsOf(quiet)).toEqual([expect.objectContaining({ action: 'organisation.created' })]);
+
+    const verbose = await cli(['--verbose', 'org', 'create', '--name', 'Verbose Co']);
+    expect(verbose.code).toBe(0);
+    expect(verbose.stderrLog).toEqual([expect.objectContaining({ msg: 'audit organisation.created', audit: expect.objectContaining({ action: 'organisation.created' }) })]);
+  });
+
+  it('appends the log lines to --log-file, readable by its owner only', async () => {
+    const { mkdtemp, readFile, rm, stat } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = await mkdtemp(join(tmpdir(), 'cli-log-'));
+    try {
+      const file = join(dir, 'state', 'cli.log');
+      const outcome = await cli(['--log-file', file, 'org', 'create', '--name', 'Logged Co']);
+      expect(outcome.code).toBe(0);
+      expect(outcome.log).toEqual([]);
+      expect(outcome.stderr).not.toContain('audit');
+      const lines = (await readFile(file, 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as { audit?: { action: string } });
+      expect(lines.map((line) => line.audit?.action)).toEqual(['organisation.created']);
+      expect((await stat(file)).mode & 0o777).toBe(0o600);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('sends the log to a file at a terminal, and leaves it on stderr for programs', async () => {
+    const { defaultLogSink, terminalLogFile } = await import('../../src/cli/log-destination.js');
+    expect(defaultLogSink(false, {})).toBeUndefined();
+    expect(typeof defaultLogSink(true, { XDG_STATE_HOME: '/state' })).toBe('function');
+    expect(terminalLogFile({ XDG_STATE_HOME: '/state' })).toBe('/state/platform/cli.log');
+    expect(terminalLogFile({ HOME: '/home/ann' })).toBe('/home/ann/.local/state/platform/cli.log');
+  });
+
+  it('names an unknown option rather than the required one it was probably meant to be', async () => {
+    const typo = await cli(['bootstrap', '--org', 'org_x', '--emial', 'a@b.example']);
+    expect(typo.code).toBe(2);
+    expect(typo.stdout).toBe('');
+    expect(typo.stderr).toMatch(/^platform: unknown option '--emial'\n\(Did you mean --email\?\)/);
+    expect(typo.stderr).not.toContain('required option');
+    const alone = await cli(['org', 'list', '--jsn']);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toMatch(/^platform: unknown option '--jsn'/);
+    // A missing required option is still said when nothing unknown was given.
+    expect((await cli(['bootstrap', '--org', 'org_x'])).stderr).toMatch(/required option '--email <email>' not specified/);
+  });
+
+  it('gives the next step when a list is empty', async () => {
+    const org = await createOrg('Empty Lists', ['--host', 'empty-lists.example']);
+    const said = async (args: string[]) => {
+      const outcome = await cli(args);
+      expect(outcome.code).toBe(0);
+      return outcome.stdout;
+    };
+    expect(await said(['project', 'list', '--org', org.id])).toBe(`No projects in ${org.id} yet. Create one: platform project create --org ${org.id} --name <name>\n`);
+    expect(await said(['person', 'list', '--org', org.id])).toBe(`No people in ${org.id} yet. Make its first owner: platform bootstrap --org ${org.id} --email <address>\n`);
+    expect(await said(['join-key', 'list', '--org', org.id])).toBe(
+      `No join keys in ${org.id} yet. Create one: platform join-key create --org ${org.id} --as <owner email> --description <what for>\n`,
+    );
+    // An organisation named by its host name is configured as by its id.
+    expect(await said(['org', 'configure', 'empty-lists.example', '--name', 'Empty Lists Renamed'])).toMatch(new RegExp(`^Configured organisation ${org.id} "Empty Lists Renamed"\\.`));
+    expect(await said(['device', 'list', '--org', org.id])).toMatch(new RegExp(`^No devices in ${org.id} yet\\. .*platform join-key create --org ${org.id} `));
   });
 });
 
@@ -433,7 +509,7 @@ describe('command line edges', () => {
     const outcome = await runOn(undefined, ['org', 'list'], { DATABASE_URL: 'postgres://db.example/platform', LOG_LEVEL: 'loud' });
     expect(outcome.code).toBe(2);
     expect(outcome.stderr.trim().split('\n')).toEqual([
-      'platform: configuration error: DATABASE_URL: must start with sqlite: or mysql:// (the value is not shown, it may hold a password)',
+      'platform: configuration error: DATABASE_URL: must start with sqlite:, mysql:// or mariadb:// (the value is not shown, it may hold a password)',
       'platform: configuration error: LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent (got "loud")',
     ]);
   });

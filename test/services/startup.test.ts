@@ -82,6 +82,12 @@ describe('starting with the database down', () => {
       expect.objectContaining({ attempt: 3, retryInMs: 2000 }),
     ]);
     expect(service.lines.some((line) => line.msg === 'platform api listening')).toBe(false);
+    // After a few attempts, one line says where it tries and what to check (never a password); attempts go on.
+    await service.until(() => (attemptsOf(service, 'database').length >= 4 ? true : undefined), 'a fourth attempt');
+    const hints = service.lines.filter((line) => typeof line.msg === 'string' && line.msg.startsWith('cannot reach the database'));
+    expect(hints).toEqual([
+      expect.objectContaining({ level: 50, dependency: 'database', attempts: 3, msg: `cannot reach the database at 127.0.0.1:${port}: check DATABASE_URL (still trying)` }),
+    ]);
 
     const proxy = await forward(port, { host: server.hostname, port: Number(server.port || 3306) });
     cleanUp.push(() => new Promise((resolve) => proxy.close(resolve)));

@@ -9,10 +9,12 @@ recordLogs('cli', logLines);
 export interface CliOutcome {
   code: number;
   stdout: string;
-  /** What the command line told a person on stderr (its JSON log lines taken out). */
+  /** What the command line told a person on stderr (JSON log lines there, with --verbose, taken out). */
   stderr: string;
-  /** Its JSON log lines on stderr (audit lines), parsed. */
+  /** Its JSON log lines (audit lines), parsed: from its log, and from stderr with --verbose. */
   log: Record<string, unknown>[];
+  /** Its JSON log lines as written on stderr (only with --verbose). */
+  stderrLog: Record<string, unknown>[];
   /** The line saying which database it worked on (`sqlite /path`, `mariadb host:port/db`), if it opened one. */
   database: string | undefined;
 }
@@ -21,8 +23,11 @@ export interface CliOutcome {
 export async function runCliCapturing(args: readonly string[], deps: Omit<CliDependencies, 'stdout' | 'stderr'>): Promise<CliOutcome> {
   let stdout = '';
   let stderr = '';
-  const code = await runCli(args, { ...deps, stdout: (text) => void (stdout += text), stderr: (text) => void (stderr += text) });
   const log: Record<string, unknown>[] = [];
+  // The log the binary would write to a file (src/cli/main.ts): kept apart from what a person reads.
+  const sink = (line: string) => void log.push(JSON.parse(line) as Record<string, unknown>);
+  const code = await runCli(args, { log: sink, ...deps, stdout: (text) => void (stdout += text), stderr: (text) => void (stderr += text) });
+  const fromLog = log.length;
   let database: string | undefined;
   const human = stderr
     .split(/(?<=\n)/)
@@ -36,8 +41,9 @@ export async function runCliCapturing(args: readonly string[], deps: Omit<CliDep
       return false;
     })
     .join('');
-  logLines.push(...log);
-  return { code, stdout, stderr: human, log, database };
+  const stderrLog = log.splice(fromLog);
+  logLines.push(...log, ...stderrLog);
+  return { code, stdout, stderr: human, log: log.length ? log : stderrLog, stderrLog, database };
 }
 
 /** The audit entries of a run. */

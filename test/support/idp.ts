@@ -38,6 +38,28 @@ import { recordSecret } from './suite-record.js';
  */
 
 const SIGNING_ALG = 'RS256';
+
+/**
+ * What oidc-provider says on `console.warn` that the suites expect, since they chose it: the
+ * development login pages (`devInteractions`) of an interactive test provider. Printed with a
+ * stack trace by jest, once per provider, they drowned the results of `npm test`. Any other
+ * warning of the library still prints.
+ */
+export const EXPECTED_PROVIDER_WARNINGS: readonly RegExp[] = [/^oidc-provider WARNING: a quick start development-only feature devInteractions is enabled\b/];
+
+/** Runs `build` (synchronous: the library warns while it constructs) with the expected warnings left out. */
+export function withoutExpectedWarnings<T>(build: () => T): T {
+  const warn = console.warn;
+  console.warn = (...args: unknown[]) => {
+    if (typeof args[0] === 'string' && EXPECTED_PROVIDER_WARNINGS.some((expected) => expected.test(args[0] as string))) return;
+    warn.apply(console, args);
+  };
+  try {
+    return build();
+  } finally {
+    console.warn = warn;
+  }
+}
 const generateKeyPairAsync = promisify(generateKeyPair);
 
 export interface IdentityProviderOptions {
@@ -380,7 +402,7 @@ export class TestIdentityProvider {
       ttl: { AccessToken: 300, ClientCredentials: 300, AuthorizationCode: 60, IdToken: 300, Interaction: 600, Session: 3600, Grant: 3600 },
       adapter: ProviderStorage,
     };
-    this.provider = new Provider(this.issuer, configuration);
+    this.provider = withoutExpectedWarnings(() => new Provider(this.issuer, configuration));
     this.handler = this.provider.callback();
   }
 }

@@ -105,7 +105,7 @@ describe('config', () => {
     expect(message.split('\n')).toEqual([
       'PLATFORM_BASE_URL: is required when PLATFORM_DEPLOYMENT=cloud',
       'PORT: must be a whole number (got "eighty")',
-      'DATABASE_URL: must start with sqlite: or mysql:// (the value is not shown, it may hold a password)',
+      'DATABASE_URL: must start with sqlite:, mysql:// or mariadb:// (the value is not shown, it may hold a password)',
       'SWEEPER_BATCH_SIZE: must be between 10 and 10000 (got 5)',
     ]);
     expect(message).not.toContain('secretpw');
@@ -122,6 +122,16 @@ describe('config', () => {
 
   it('never repeats a database password in its refusal', () => {
     expect(refusal({ DATABASE_URL: 'postgres://u:secretpw@h/db' })).not.toContain('secretpw');
+  });
+
+  it('names every database scheme it accepts, and each of them is accepted', () => {
+    for (const scheme of ['sqlite:', 'mysql://', 'mariadb://']) expect(refusal({ DATABASE_URL: 'postgres://h/db' })).toContain(scheme);
+    expect(loadConfig({ DATABASE_URL: 'sqlite::memory:' }).database).toMatchObject({ kind: 'sqlite', location: ':memory:' });
+    expect(loadConfig({ DATABASE_URL: 'mysql://u:p@h:3306/db' }).database).toMatchObject({ kind: 'mysql', flavour: 'mysql' });
+    expect(loadConfig({ DATABASE_URL: 'mariadb://u:p@h:3306/db' }).database).toMatchObject({ kind: 'mysql', flavour: 'mariadb' });
+    expect(refusal({ DATABASE_URL: 'mariadb://u:secretpw@h:3306' })).toBe(
+      'DATABASE_URL: must be mysql://user:password@host:port/database or mariadb://user:password@host:port/database',
+    );
   });
 });
 
