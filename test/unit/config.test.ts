@@ -252,19 +252,21 @@ describe('Cloud teams configuration', () => {
 });
 
 describe('sweeper and retention configuration', () => {
-  it('sweeps every five minutes in batches of 1000 by default, and keeps history forever', () => {
+  it('sweeps every five minutes in batches of 1000 by default, keeps ingested and run history forever and the audit trail 400 days', () => {
     const config = loadConfig({});
     expect(config.sweeper).toEqual({ enabled: true, intervalSeconds: 300, batchSize: 1000, batchPauseMs: 20 });
-    expect(config.retention).toEqual({});
+    expect(config.retention).toEqual({ AUDIT_RETENTION_DAYS: 400 });
   });
 
   it('reads a retention per kind of history, in days, and leaves the others forever', () => {
     const config = loadConfig({ RETENTION_INGEST_EVENTS_DAYS: '90', RETENTION_RUN_EVENTS_DAYS: '30', RETENTION_INGEST_USAGE_DAYS: ' ' });
-    expect(config.retention).toEqual({ RETENTION_INGEST_EVENTS_DAYS: 90, RETENTION_RUN_EVENTS_DAYS: 30 });
+    expect(config.retention).toEqual({ RETENTION_INGEST_EVENTS_DAYS: 90, RETENTION_RUN_EVENTS_DAYS: 30, AUDIT_RETENTION_DAYS: 400 });
+    expect(loadConfig({ AUDIT_RETENTION_DAYS: '30' }).retention).toEqual({ AUDIT_RETENTION_DAYS: 30 });
   });
 
   it.each([
     ['RETENTION_INGEST_AUDIT_DAYS', '0', /^RETENTION_INGEST_AUDIT_DAYS: must be between 1 and 36500/],
+    ['AUDIT_RETENTION_DAYS', '0', /^AUDIT_RETENTION_DAYS: must be between 1 and 36500/],
     ['RETENTION_INGEST_TASKS_DAYS', '30d', /^RETENTION_INGEST_TASKS_DAYS: must be a whole number/],
     ['SWEEPER_INTERVAL_SECONDS', '5', /^SWEEPER_INTERVAL_SECONDS: must be between 10 and 86400/],
     ['SWEEPER_BATCH_SIZE', '100000', /^SWEEPER_BATCH_SIZE: must be between 10 and 10000/],
