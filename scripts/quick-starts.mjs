@@ -60,7 +60,8 @@ const EXPECTED = [
   '"kind":"team"',
   '"role":"admin"',
   '"name":"Rocket"',
-  'platform_jk_',
+  'enrol    joined with the key',
+  'done     all steps worked',
 ];
 const BROKEN = [/SyntaxError/, /\bundefined\b/, /^curl: \(\d+\)/m];
 /** A line of a stack trace. */
