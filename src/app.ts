@@ -144,6 +144,8 @@ export function buildApp(deps: AppDependencies): Platform {
     logger,
     policyLatestNumbers: policyNumbersCache,
   });
+  // One host → organisation cache for the API and the approval page.
+  const tenantOf = tenancy(config.deployment, organisations, { clock });
   const verifier = new OrganisationOidcVerifier({ clock, ...config.oidc });
   const replay = deps.redis ? new RedisReplayCache(deps.redis, clock) : new MemoryReplayCache(clock);
   const dpop = new DpopVerifier({ clock, replay, ...config.dpop, nonceSecret: config.dpop.nonceSecret ?? randomNonceSecret() });
@@ -375,7 +377,7 @@ export function buildApp(deps: AppDependencies): Platform {
       },
       defaultBodyLimitBytes: config.jsonBodyLimitBytes,
       defaultJsonLimits: config.json,
-      tenancy: tenancy(config.deployment, organisations),
+      tenancy: tenantOf,
       authenticate: authentication(resolvers, config.deployment, (kind, outcome) => metrics.tokenVerified(kind, outcome)),
       schemaGate,
     },
@@ -393,7 +395,7 @@ export function buildApp(deps: AppDependencies): Platform {
       sessions: new WebSessions(dataSource, clock),
       signIn: config.deployment === 'self-hosted' ? new OrganisationSignIn(pageLogin, new PersonTokenResolver(verifier, organisations)) : undefined,
       cloud: config.deployment === 'cloud' ? { signIn, codeRateLimit: signInModule.rateLimits.emailVerify } : undefined,
-      tenancy: tenancy(config.deployment, organisations),
+      tenancy: tenantOf,
       rateLimit: (rule) => rateLimits.handler(rule),
       look: pageLook(config.page),
       clock,
