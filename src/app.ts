@@ -1,7 +1,7 @@
 import { buildAdminServices } from './admin-services.js';
 import express, { type Express, type RequestHandler } from 'express';
 import helmet from 'helmet';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../adapters/state/redis.js';
 import type { Logger } from 'pino';
 import { MigrationExecutor, type DataSource } from 'typeorm';
 import { OrganisationOidcVerifier } from '../adapters/identity/organisation-oidc.js';
@@ -89,7 +89,7 @@ export interface AppDependencies {
   dataSource: DataSource;
   clock: Clock;
   logger: Logger;
-  redis?: Redis | undefined;
+  redis?: RedisClient | undefined;
   /** A check `POST /auth/v1/email/start` asks before it mails (a CAPTCHA the deployment wires); default: the built-in proof of work when AUTH_EMAIL_PROOF_OF_WORK_BITS is set, else none. */
   emailStartCheck?: EmailStartCheck | undefined;
 }

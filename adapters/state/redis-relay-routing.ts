@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import { subscriberOf, type RedisClient } from './redis.js';
 import type { Logger } from 'pino';
 import {
   NOT_CONNECTED,
@@ -65,25 +65,25 @@ export interface RedisRelayOptions {
 export class RedisRelayRouting implements RelayRouting {
   readonly kind = 'redis' as const;
   readonly replicaId = randomUUID();
-  private readonly commands: Redis & RelayCommands;
-  private readonly subscriber: Redis;
+  private readonly commands: RedisClient & RelayCommands;
+  private readonly subscriber: RedisClient;
   private readonly prefix: string;
   private readonly pending = new Map<string, (outcome: RelayOutcome) => void>();
   private local: LocalDelivery | undefined;
   private subscribed = false;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly options: RedisRelayOptions,
   ) {
     this.prefix = options.prefix ?? 'platform:relay:';
-    this.commands = redis as Redis & RelayCommands;
+    this.commands = redis as RedisClient & RelayCommands;
     this.commands.defineCommand('relayClaim', { numberOfKeys: 1, lua: CLAIM });
     this.commands.defineCommand('relayRefresh', { numberOfKeys: 1, lua: REFRESH });
     this.commands.defineCommand('relayRelease', { numberOfKeys: 1, lua: RELEASE });
     // Subscribing needs a connection of its own. It queues SUBSCRIBE until it connects and
     // subscribes again after every reconnection (ioredis' autoResubscribe).
-    this.subscriber = redis.duplicate({ lazyConnect: true, enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: true });
+    this.subscriber = subscriberOf(redis);
     // The shared connection logs every attempt to reach Redis (one line each, no stack); this one
     // would only repeat it. Readiness says `relay: not subscribed` meanwhile.
     this.subscriber.on('error', () => undefined);
