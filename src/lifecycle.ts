@@ -214,7 +214,7 @@ export class ServiceProcess {
     private readonly config: Config,
     private readonly logger: Logger,
   ) {
-    this.redis = config.redisUrl ? connectRedis(config.redisUrl) : undefined;
+    this.redis = config.redisUrl ? connectRedis({ url: config.redisUrl, mode: config.redisMode, sentinelName: config.redisSentinelName }) : undefined;
   }
 
   /** Whether a stop has begun (`/readyz` answers 503 from then on). */

@@ -1,5 +1,6 @@
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
+import type { REDIS_MODES } from '../../src/config/variables.js';
 
 /**
  * The shared Redis: one server, a Redis Cluster, or a Sentinel-managed primary. Every part that
@@ -8,8 +9,6 @@ import type { Logger } from 'pino';
  */
 export type RedisClient = Redis | Cluster;
 
-/** REDIS_MODE: how REDIS_URL's addresses are used. */
-export const REDIS_MODES = ['standalone', 'cluster', 'sentinel'] as const;
 export type RedisMode = (typeof REDIS_MODES)[number];
 
 export interface RedisSettings {
