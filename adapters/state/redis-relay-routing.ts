@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { subscriberOf, type RedisClient } from './redis.js';
+import { isCluster, subscriberOf, type RedisClient } from './redis.js';
 import type { Logger } from 'pino';
 import {
   NOT_CONNECTED,
@@ -71,6 +71,7 @@ export class RedisRelayRouting implements RelayRouting {
   private readonly pending = new Map<string, (outcome: RelayOutcome) => void>();
   private local: LocalDelivery | undefined;
   private subscribed = false;
+  private readonly sharded: boolean;
 
   constructor(
     redis: RedisClient,
@@ -83,7 +84,10 @@ export class RedisRelayRouting implements RelayRouting {
     this.commands.defineCommand('relayRelease', { numberOfKeys: 1, lua: RELEASE });
     // Subscribing needs a connection of its own. It queues SUBSCRIBE until it connects and
     // subscribes again after every reconnection (ioredis' autoResubscribe).
-    this.subscriber = subscriberOf(redis);
+    // On a cluster, sharded pub/sub: a publish's answer counts the channel's subscribers
+    // cluster-wide only there (adapters/state/redis.ts `subscriberOf`).
+    this.sharded = isCluster(redis);
+    this.subscriber = subscriberOf(redis, { sharded: this.sharded });
     // The shared connection logs every attempt to reach Redis (one line each, no stack); this one
     // would only repeat it. Readiness says `relay: not subscribed` meanwhile.
     this.subscriber.on('error', () => undefined);
@@ -109,12 +113,13 @@ export class RedisRelayRouting implements RelayRouting {
 
   async start(local: LocalDelivery): Promise<void> {
     this.local = local;
-    this.subscriber.on('message', (_channel: string, text: string) => this.receive(text));
+    this.subscriber.on(this.sharded ? 'smessage' : 'message', (_channel: string, text: string) => this.receive(text));
     this.subscriber.connect().catch(() => undefined);
     // Queued until Redis answers: a replica started while Redis is away subscribes when it comes
     // back, and readiness says `relay: not subscribed` until then. Start-up waits for it only
     // while Redis answers (a moment), never for Redis to come back.
-    const subscribed = this.subscriber.subscribe(this.channel(this.replicaId)).then(
+    const channel = this.channel(this.replicaId);
+    const subscribed = (this.sharded ? this.subscriber.ssubscribe(channel) : this.subscriber.subscribe(channel)).then(
       () => {
         this.subscribed = true;
       },
@@ -179,7 +184,8 @@ export class RedisRelayRouting implements RelayRouting {
   }
 
   private publish(replicaId: string, message: Wire): Promise<number> {
-    return this.commands.publish(this.channel(replicaId), JSON.stringify(message));
+    const channel = this.channel(replicaId);
+    return this.sharded ? (this.commands.spublish(channel, JSON.stringify(message)) as Promise<number>) : this.commands.publish(channel, JSON.stringify(message));
   }
 
   private receive(text: string): void {

@@ -128,12 +128,23 @@ export function connectRedis(settings: string | RedisSettings): RedisClient {
 /**
  * A connection of its own for SUBSCRIBE (a subscribed connection takes no other command): it
  * queues SUBSCRIBE until it connects and subscribes again after every reconnection, never
- * auto-pipelined. On a cluster, ioredis subscribes on one node; PUBLISH reaches every node.
+ * auto-pipelined. On a cluster, ioredis subscribes on one node and PUBLISH reaches every node,
+ * but its answer counts only that node's subscribers: a caller that needs the count (relay
+ * routing: "is anyone holding this device?") uses sharded pub/sub (`sharded`: SSUBSCRIBE,
+ * SPUBLISH, Redis 7), where a channel lives on the shard of its slot and the count is exact.
  */
-export function subscriberOf(redis: RedisClient): RedisClient {
-  const options = { lazyConnect: true, enableOfflineQueue: true, enableAutoPipelining: false, autoResubscribe: true };
-  if (redis instanceof Cluster) return redis.duplicate(undefined, { ...options, redisOptions: { ...redis.options.redisOptions, maxRetriesPerRequest: null } });
-  return redis.duplicate({ ...options, maxRetriesPerRequest: null });
+/** Whether `redis` is a cluster client. */
+export function isCluster(redis: RedisClient): redis is Cluster {
+  return redis instanceof Cluster;
+}
+
+export function subscriberOf(redis: RedisClient, options: { sharded?: boolean } = {}): RedisClient {
+  const common = { lazyConnect: true, enableOfflineQueue: true, enableAutoPipelining: false, autoResubscribe: true };
+  if (redis instanceof Cluster) {
+    return redis.duplicate(undefined, { ...common, shardedSubscribers: options.sharded === true, redisOptions: { ...redis.options.redisOptions, maxRetriesPerRequest: null } });
+  }
+  const options2 = common;
+  return redis.duplicate({ ...options2, maxRetriesPerRequest: null });
 }
 
 /** The primaries of a cluster, or the one server: where a script must be loaded. */
