@@ -118,7 +118,7 @@ describe('on a Redis Cluster (REDIS_MODE=cluster)', () => {
 
   it('the rate limits: two replicas count together (scripts loaded on every primary)', async () => {
     const stores = [new RedisRateLimitStores(a.redis).stores()({ name: 'cluster-test' }), new RedisRateLimitStores(b.redis).stores()({ name: 'cluster-test' })];
-    for (const store of stores) store.init({ windowMs: 60_000 } as never);
+    for (const store of stores) await store.init({ windowMs: 60_000 } as never);
     const hits: number[] = [];
     for (let i = 0; i < 10; i += 1) hits.push((await stores[i % 2]!.increment('caller-1')).totalHits);
     expect(hits).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
@@ -165,7 +165,7 @@ describe('on a Redis Cluster (REDIS_MODE=cluster)', () => {
     const seen = await Promise.all(Array.from({ length: 12 }, proof));
     for (const [i, headers] of seen.entries()) expect(await poll(instances[i % 2]!, headers)).toBe(200);
     const counters = new RedisRateLimitStores(a.redis).stores()({ name: 'cluster-failover' });
-    counters.init({ windowMs: 60_000 } as never);
+    await counters.init({ windowMs: 60_000 } as never);
     for (let i = 1; i <= 5; i += 1) expect((await counters.increment('caller-f')).totalHits).toBe(i);
     const victim = await cluster.primaryOf('platform:rl:cluster-failover:caller-f');
     // Redis replicates asynchronously: a write the primary took but had not passed on when it

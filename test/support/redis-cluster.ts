@@ -51,7 +51,7 @@ export class RedisCluster {
       let output = '';
       const timer = setTimeout(() => reject(new Error(`redis-server on port ${port} did not start: ${output}`)), 10_000);
       child.once('error', (error) => reject(new Error(`redis-server could not be started (Debian: redis-server): ${error.message}`)));
-      child.stdout!.on('data', (chunk: Buffer) => {
+      child.stdout.on('data', (chunk: Buffer) => {
         output += chunk.toString('utf8');
         if (output.includes('Ready to accept connections')) {
           clearTimeout(timer);
