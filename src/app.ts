@@ -1,7 +1,7 @@
 import { buildAdminServices } from './admin-services.js';
 import express, { type Express, type RequestHandler } from 'express';
 import helmet from 'helmet';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../adapters/state/redis.js';
 import type { Logger } from 'pino';
 import { MigrationExecutor, type DataSource } from 'typeorm';
 import { OrganisationOidcVerifier } from '../adapters/identity/organisation-oidc.js';
@@ -94,7 +94,7 @@ export interface AppDependencies {
   dataSource: DataSource;
   clock: Clock;
   logger: Logger;
-  redis?: Redis | undefined;
+  redis?: RedisClient | undefined;
   /** A check `POST /auth/v1/email/start` asks before it mails (a CAPTCHA the deployment wires); default: the built-in proof of work when AUTH_EMAIL_PROOF_OF_WORK_BITS is set, else none. */
   emailStartCheck?: EmailStartCheck | undefined;
   /** Replaces the stored audit trail (the bench measures a publish without it); default: rows in `audit_log`. */
@@ -153,6 +153,8 @@ export function buildApp(deps: AppDependencies): Platform {
     policyLatestNumbers: policyNumbersCache,
     auditTrail: deps.auditTrail,
   });
+  // One host → organisation cache for the API and the approval page.
+  const tenantOf = tenancy(config.deployment, organisations, { clock });
   const verifier = new OrganisationOidcVerifier({ clock, ...config.oidc });
   const replay = deps.redis ? new RedisReplayCache(deps.redis, clock) : new MemoryReplayCache(clock);
   const dpop = new DpopVerifier({ clock, replay, ...config.dpop, nonceSecret: config.dpop.nonceSecret ?? randomNonceSecret() });
@@ -418,7 +420,7 @@ export function buildApp(deps: AppDependencies): Platform {
       },
       defaultBodyLimitBytes: config.jsonBodyLimitBytes,
       defaultJsonLimits: config.json,
-      tenancy: tenancy(config.deployment, organisations),
+      tenancy: tenantOf,
       authenticate: authentication(resolvers, config.deployment, (kind, outcome) => metrics.tokenVerified(kind, outcome)),
       schemaGate,
     },
@@ -436,7 +438,7 @@ export function buildApp(deps: AppDependencies): Platform {
       sessions: new WebSessions(dataSource, clock),
       signIn: config.deployment === 'self-hosted' ? new OrganisationSignIn(pageLogin, new PersonTokenResolver(verifier, organisations)) : undefined,
       cloud: config.deployment === 'cloud' ? { signIn, codeRateLimit: signInModule.rateLimits.emailVerify } : undefined,
-      tenancy: tenancy(config.deployment, organisations),
+      tenancy: tenantOf,
       rateLimit: (rule) => rateLimits.handler(rule),
       look: pageLook(config.page),
       clock,

@@ -121,6 +121,16 @@ const RULES: readonly Rule[] = [
         : [],
   },
   {
+    reads: ['REDIS_URL', 'REDIS_MODE', 'REDIS_SENTINEL_NAME'],
+    check: (values) => {
+      if (values.REDIS_MODE === 'sentinel' && values.REDIS_SENTINEL_NAME === undefined) return [['REDIS_SENTINEL_NAME', 'is required when REDIS_MODE=sentinel']];
+      if (values.REDIS_MODE === 'standalone' && /^rediss?:\/\/[^/]*,/.test(values.REDIS_URL ?? '')) {
+        return [['REDIS_MODE', 'REDIS_URL names several addresses: set REDIS_MODE=cluster or sentinel']];
+      }
+      return [];
+    },
+  },
+  {
     reads: ['HEADERS_TIMEOUT_SECONDS', 'REQUEST_TIMEOUT_SECONDS'],
     check: (values) =>
       values.REQUEST_TIMEOUT_SECONDS < values.HEADERS_TIMEOUT_SECONDS ? [['REQUEST_TIMEOUT_SECONDS', `must be at least HEADERS_TIMEOUT_SECONDS (${values.HEADERS_TIMEOUT_SECONDS})`]] : [],
@@ -192,6 +202,9 @@ function shape(values: Values) {
     },
     database: values.DATABASE_URL,
     redisUrl: values.REDIS_URL,
+    /** How REDIS_URL is used: one server, a cluster's seed nodes, or sentinels (adapters/state/redis.ts). */
+    redisMode: values.REDIS_MODE,
+    redisSentinelName: values.REDIS_SENTINEL_NAME,
     logLevel: values.LOG_LEVEL,
     /** Express `trust proxy` value: false, true, a hop count, or a list of addresses/subnets. */
     trustProxy: values.TRUST_PROXY,

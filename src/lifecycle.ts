@@ -5,7 +5,7 @@ import type { Socket } from 'node:net';
 import type { Express } from 'express';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../adapters/state/redis.js';
 import type { Logger } from 'pino';
 import { MigrationExecutor, type DataSource } from 'typeorm';
 import { connectRedis, logConnectionAttempts } from '../adapters/state/redis.js';
@@ -205,7 +205,7 @@ export class ServiceProcess {
   private server: Server | undefined;
   private dataSource: DataSource | undefined;
   private platform: Platform | undefined;
-  private readonly redis: Redis | undefined;
+  private readonly redis: RedisClient | undefined;
   private draining = false;
   /** Answers not finished yet: told `Connection: close` when a stop begins. */
   private readonly inFlight = new Set<ServerResponse>();
@@ -224,7 +224,7 @@ export class ServiceProcess {
     private readonly config: Config,
     private readonly logger: Logger,
   ) {
-    this.redis = config.redisUrl ? connectRedis(config.redisUrl) : undefined;
+    this.redis = config.redisUrl ? connectRedis({ url: config.redisUrl, mode: config.redisMode, sentinelName: config.redisSentinelName }) : undefined;
   }
 
   /** Whether a stop has begun (`/readyz` answers 503 from then on). */

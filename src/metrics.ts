@@ -1,6 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../adapters/state/redis.js';
 import type { DataSource } from 'typeorm';
 import type { TokenKind } from './auth/principal.js';
 import type { Credential } from './auth/resolver.js';
@@ -55,7 +55,7 @@ interface MysqlPoolInternals {
 
 export interface MetricsSources {
   dataSource: DataSource;
-  redis?: Redis | undefined;
+  redis?: RedisClient | undefined;
   relayConnections: () => number;
   /** Entries held now by each bounded in-process cache, by name (their bounds are in config). */
   cacheSizes?: () => Record<string, number>;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import { primariesOf, type RedisClient } from './redis.js';
 import { RedisStore } from 'rate-limit-redis';
 import { ProbeFailure } from '../../src/readiness.js';
 
@@ -14,7 +14,7 @@ import { ProbeFailure } from '../../src/readiness.js';
  * `NOSCRIPT` made it reload) leaves a rejected promise in the store, and every later request
  * fails on it, for good, even after Redis is back.
  *
- * The store sends its commands through `send` here, which answers a `SCRIPT LOAD` that Redis
+ * The store sends its commands through `send` here, which answers a `SCRIPT LOAD` that RedisClient
  * could not take with the SHA1 of the script, computed here: exactly what Redis would have
  * answered (it names scripts by the SHA1 hex of their text). The store so always holds the right
  * SHA; while Redis is away its `EVALSHA` fails (the request is refused with 503, never let
@@ -27,7 +27,7 @@ export class RedisRateLimitStores {
   /** Every script a store has asked to load, by its SHA1. */
   private readonly scripts = new Map<string, string>();
 
-  constructor(private readonly redis: Redis) {
+  constructor(private readonly redis: RedisClient) {
     redis.on('ready', () => void this.loadMissing().catch(() => undefined));
   }
 
@@ -66,7 +66,9 @@ export class RedisRateLimitStores {
       const sha = createHash('sha1').update(script, 'utf8').digest('hex');
       this.scripts.set(sha, script);
       try {
-        return await this.redis.call('SCRIPT', 'LOAD', script);
+        // On a cluster, on every primary: EVALSHA runs on the primary of the counter's key.
+        const [answer] = await Promise.all(primariesOf(this.redis).map((node) => node.call('SCRIPT', 'LOAD', script)));
+        return answer ?? sha;
       } catch {
         return sha;
       }
@@ -77,7 +79,11 @@ export class RedisRateLimitStores {
   private async loadMissing(): Promise<void> {
     const shas = this.scriptShas;
     if (shas.length === 0) return;
-    const loaded = (await this.redis.call('SCRIPT', 'EXISTS', ...shas)) as number[];
-    await Promise.all(shas.filter((_, index) => loaded[index] !== 1).map((sha) => this.redis.call('SCRIPT', 'LOAD', this.scripts.get(sha)!)));
+    await Promise.all(
+      primariesOf(this.redis).map(async (node) => {
+        const loaded = (await node.call('SCRIPT', 'EXISTS', ...shas)) as number[];
+        await Promise.all(shas.filter((_, index) => loaded[index] !== 1).map((sha) => node.call('SCRIPT', 'LOAD', this.scripts.get(sha)!)));
+      }),
+    );
   }
 }

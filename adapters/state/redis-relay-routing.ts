@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import { isCluster, subscriberOf, type RedisClient } from './redis.js';
 import type { Logger } from 'pino';
 import {
   NOT_CONNECTED,
@@ -48,9 +48,11 @@ const policyChannel = (prefix: string) => `${prefix}policy`;
  * routing does for its own publishes, and the command line for its own (it holds no sockets).
  * `from` is the sender, whose own copy its routing ignores.
  */
-export async function publishPolicyChange(redis: Redis, change: PolicyChange, from: string, prefix = 'platform:relay:'): Promise<void> {
+export async function publishPolicyChange(redis: RedisClient, change: PolicyChange, from: string, prefix = 'platform:relay:'): Promise<void> {
   const message: Wire = { t: 'policy', from, change };
-  await redis.publish(policyChannel(prefix), JSON.stringify(message));
+  // On a cluster, sharded like the subscriptions (every replica holds one on this channel's shard).
+  if (isCluster(redis)) await redis.spublish(policyChannel(prefix), JSON.stringify(message));
+  else await redis.publish(policyChannel(prefix), JSON.stringify(message));
 }
 
 /** Swap in the new holder, answering the previous one. */
@@ -82,25 +84,29 @@ export interface RedisRelayOptions {
 export class RedisRelayRouting implements RelayRouting {
   readonly kind = 'redis' as const;
   readonly replicaId = randomUUID();
-  private readonly commands: Redis & RelayCommands;
-  private readonly subscriber: Redis;
+  private readonly commands: RedisClient & RelayCommands;
+  private readonly subscriber: RedisClient;
   private readonly prefix: string;
   private readonly pending = new Map<string, (outcome: RelayOutcome) => void>();
   private local: LocalDelivery | undefined;
   private subscribed = false;
+  private readonly sharded: boolean;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly options: RedisRelayOptions,
   ) {
     this.prefix = options.prefix ?? 'platform:relay:';
-    this.commands = redis as Redis & RelayCommands;
+    this.commands = redis as RedisClient & RelayCommands;
     this.commands.defineCommand('relayClaim', { numberOfKeys: 1, lua: CLAIM });
     this.commands.defineCommand('relayRefresh', { numberOfKeys: 1, lua: REFRESH });
     this.commands.defineCommand('relayRelease', { numberOfKeys: 1, lua: RELEASE });
     // Subscribing needs a connection of its own. It queues SUBSCRIBE until it connects and
     // subscribes again after every reconnection (ioredis' autoResubscribe).
-    this.subscriber = redis.duplicate({ lazyConnect: true, enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: true });
+    // On a cluster, sharded pub/sub: a publish's answer counts the channel's subscribers
+    // cluster-wide only there (adapters/state/redis.ts `subscriberOf`).
+    this.sharded = isCluster(redis);
+    this.subscriber = subscriberOf(redis, { sharded: this.sharded });
     // The shared connection logs every attempt to reach Redis (one line each, no stack); this one
     // would only repeat it. Readiness says `relay: not subscribed` meanwhile.
     this.subscriber.on('error', () => undefined);
@@ -130,12 +136,17 @@ export class RedisRelayRouting implements RelayRouting {
 
   async start(local: LocalDelivery): Promise<void> {
     this.local = local;
-    this.subscriber.on('message', (_channel: string, text: string) => this.receive(text));
+    this.subscriber.on(this.sharded ? 'smessage' : 'message', (_channel: string, text: string) => this.receive(text));
     this.subscriber.connect().catch(() => undefined);
     // Queued until Redis answers: a replica started while Redis is away subscribes when it comes
     // back, and readiness says `relay: not subscribed` until then. Start-up waits for it only
     // while Redis answers (a moment), never for Redis to come back.
-    const subscribed = this.subscriber.subscribe(this.channel(this.replicaId), this.policyChannel()).then(
+    // On a cluster each channel is its own shard subscription (two channels are two slots); the
+    // policy channel is one every replica subscribes to, so a sharded publish reaches them all.
+    const channel = this.channel(this.replicaId);
+    const subscribed = (
+      this.sharded ? Promise.all([this.subscriber.ssubscribe(channel), this.subscriber.ssubscribe(this.policyChannel())]) : this.subscriber.subscribe(channel, this.policyChannel())
+    ).then(
       () => {
         this.subscribed = true;
       },
@@ -204,7 +215,8 @@ export class RedisRelayRouting implements RelayRouting {
   }
 
   private publish(replicaId: string, message: Wire): Promise<number> {
-    return this.commands.publish(this.channel(replicaId), JSON.stringify(message));
+    const channel = this.channel(replicaId);
+    return this.sharded ? (this.commands.spublish(channel, JSON.stringify(message)) as Promise<number>) : this.commands.publish(channel, JSON.stringify(message));
   }
 
   private receive(text: string): void {

@@ -1,17 +1,17 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import { unavailable } from '../../src/errors.js';
 import type { ReplayCache } from '../../src/state/replay-cache.js';
 import type { Clock } from '../../src/util/clock.js';
 
 /**
- * The replay cache shared by every replica: `SET key 1 PX ttl NX` is atomic in Redis, so one
+ * The replay cache shared by every replica: `SET key 1 PX ttl NX` is atomic in RedisClient, so one
  * proof is accepted once across the whole deployment. Keys are namespaced and expire by
  * themselves. A Redis failure refuses the request with 503 `unavailable`: failing
  * open would let replays through.
  */
 export class RedisReplayCache implements ReplayCache {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly clock: Clock,
     private readonly prefix = 'platform:dpop:jti:',
   ) {}

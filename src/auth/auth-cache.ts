@@ -1,4 +1,5 @@
 import type { Clock } from '../util/clock.js';
+import { SingleFlight } from '../util/single-flight.js';
 import type { AuthRevocations } from './revocations.js';
 
 export interface AuthCacheOptions {
@@ -19,10 +20,16 @@ interface Entry<T> {
  * `maxAgeSeconds` and never past the credential's own expiry, in insertion order with a hard
  * bound on their number. Everything is dropped at once when `AuthRevocations` says something
  * ended (src/auth/revocations.ts); an entry computed across such a drop is not stored.
+ *
+ * Concurrent misses of one key share one look-up (`once`, src/util/single-flight.ts), but only
+ * within a generation: a request that arrives after a drop never waits for a look-up that began
+ * before it, so sharing makes no revocation later than it is without the cache. Failures and
+ * refusals are handed to the requests that shared the look-up and never kept.
  */
 export class AuthCache<T> {
   private readonly entries = new Map<string, Entry<T>>();
   private readonly maxAgeMs: number;
+  private readonly flights = new SingleFlight<string, unknown>();
 
   constructor(
     readonly name: string,
@@ -74,6 +81,15 @@ export class AuthCache<T> {
     // The oldest first (insertion order: with one max age, also nearly the order they end in).
     while (this.entries.size >= this.options.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
     this.entries.set(key, { value, until });
+  }
+
+  /**
+   * Runs `lookUp` (the miss path: `begin`, the query, `set`) once for all concurrent callers with
+   * the same `key` in the current generation; the cache off, every caller runs its own.
+   */
+  once<R>(key: string, lookUp: () => Promise<R>): Promise<R> {
+    if (!this.enabled) return lookUp();
+    return this.flights.run(`${this.revocations.generation}\n${key}`, lookUp) as Promise<R>;
   }
 
   clear(): void {

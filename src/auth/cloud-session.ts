@@ -42,6 +42,12 @@ export class CloudSessionResolver implements TokenResolver {
       const hit = this.cache!.get(key);
       if (hit) return hit;
     }
+    // Concurrent misses of one token with one header share one look-up.
+    return key === undefined ? this.read(tokenHash, header, undefined) : this.cache!.once(key, () => this.read(tokenHash, header, key));
+  }
+
+  /** The miss path: the session, then the membership; cached under `key` when there is one. */
+  private async read(tokenHash: string, header: string | string[] | undefined, key: string | undefined): Promise<Resolved> {
     const generation = this.cache?.begin() ?? 0;
     const found = await this.sessions.resolveAccessTokenHash(tokenHash);
     if (!found) throw invalidToken('the access token is not valid: expired, signed out, or never issued');

@@ -62,6 +62,11 @@ export class DeviceTokenResolver implements TokenResolver {
       // The token's own end is checked on every use, cached or not.
       if (hit && hit.expiresAt.getTime() > this.clock.now().getTime()) return hit;
     }
+    return this.cache ? this.cache.once(tokenHash, () => this.read(tokenHash)) : this.read(tokenHash);
+  }
+
+  /** The miss path: one read of the token and its device (shared by concurrent misses), then cached. */
+  private async read(tokenHash: string): Promise<CachedDevice | undefined> {
     const generation = this.cache?.begin() ?? 0;
     const found = await this.tokens.resolveAccessTokenHash(tokenHash);
     if (!found) return undefined;

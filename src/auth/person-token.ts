@@ -97,10 +97,14 @@ export class PersonTokenResolver implements TokenResolver {
         return hit;
       }
     }
-    const generation = this.cache?.begin() ?? 0;
-    const resolved = await this.verify(credential, req);
-    if (key !== undefined) this.cache!.set(key, resolved.resolved, generation, resolved.expiresAt);
-    return resolved.resolved;
+    if (key === undefined) return (await this.verify(credential, req)).resolved;
+    // Concurrent misses of one token at one organisation share one verification.
+    return this.cache!.once(`${key}\n${req.context.tenant?.id ?? '-'}`, async () => {
+      const generation = this.cache!.begin();
+      const resolved = await this.verify(credential, req);
+      this.cache!.set(key, resolved.resolved, generation, resolved.expiresAt);
+      return resolved.resolved;
+    });
   }
 
   private async verify(credential: Credential, req: Request): Promise<{ resolved: Resolved; expiresAt: number | undefined }> {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import { subscriberOf, type RedisClient } from '../../adapters/state/redis.js';
 import { EventSubscriber } from 'typeorm';
 import type { DataSource, EntitySubscriberInterface, InsertEvent, QueryRunner, RemoveEvent, TransactionCommitEvent, TransactionRollbackEvent, UpdateEvent } from 'typeorm';
 import type { Clock } from '../util/clock.js';
@@ -69,7 +69,7 @@ async function bumpCounter(dataSource: DataSource, runner: QueryRunner | undefin
   try {
     await (runner && !runner.isReleased ? runner.query(sql) : dataSource.query(sql));
   } catch {
-    // The change itself is committed; without the counter, other processes that have no Redis
+    // The change itself is committed; without the counter, other processes that have no RedisClient
     // still stop trusting their cached entries when these reach AUTH_CACHE_MAX_AGE_SECONDS.
   }
 }
@@ -171,13 +171,13 @@ export class AuthRevocations {
   private known: number | undefined;
   private checkedAt = Number.NEGATIVE_INFINITY;
   private inFlight: Promise<void> | undefined;
-  private subscriber: Redis | undefined;
+  private subscriber: RedisClient | undefined;
   private readonly unlisten: () => void;
 
   constructor(
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
-    private readonly redis?: Redis,
+    private readonly redis?: RedisClient,
   ) {
     this.unlisten = onLocalRevocation(dataSource, (committed) => {
       this.drop();
@@ -237,10 +237,10 @@ export class AuthRevocations {
     }
   }
 
-  /** Subscribes to the other replicas' messages (with Redis). */
+  /** Subscribes to the other replicas' messages (with RedisClient). */
   async start(): Promise<void> {
     if (!this.redis || this.subscriber) return;
-    const subscriber = this.redis.duplicate({ lazyConnect: true, enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: true });
+    const subscriber = subscriberOf(this.redis);
     this.subscriber = subscriber;
     subscriber.on('error', () => undefined);
     subscriber.on('message', (_channel: string, from: string) => {

@@ -32,6 +32,9 @@ import { choice, flag, integer, parsed, size, text, type JsonSchema, type Variab
  * values, never a module on the configuration. Modules receive their settings from src/app.ts.
  */
 
+/** REDIS_MODE: how REDIS_URL's addresses are used (adapters/state/redis.ts). */
+export const REDIS_MODES = ['standalone', 'cluster', 'sentinel'] as const;
+
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** A key of at least 32 bytes, base64url, as the chart accepts it (empty: unset). */
@@ -109,8 +112,14 @@ export const VARIABLES = {
     values: '`redis://…`, `rediss://…`',
     json: { type: 'string', pattern: '^(|rediss?://.+)$' },
     description:
-      '`redis://…` or `rediss://…`. Shared state for several replicas (rate limits, DPoP replay cache, relay presence and routing). Without it that state lives in the process: one replica only, and `/readyz` says `redis: not configured`, `rateLimits: in process`, `replayCache: in process`, `relay: in process`.',
+      '`redis[s]://[user:password@]host:port[/db]`; with `REDIS_MODE` `cluster` or `sentinel`, several comma-separated `host:port` (cluster seed nodes, or the sentinels). Shared state for several replicas (rate limits, DPoP replay cache, relay presence and routing). Without it that state lives in the process: one replica only, and `/readyz` says `redis: not configured`, `rateLimits: in process`, `replayCache: in process`, `relay: in process`.',
   }),
+  REDIS_MODE: choice(REDIS_MODES, {
+    default: 'standalone',
+    description:
+      '`standalone`: one Redis server. `cluster`: a Redis Cluster, `REDIS_URL` naming one or more seed nodes (failovers followed). `sentinel`: the primary the sentinels named in `REDIS_URL` know as `REDIS_SENTINEL_NAME` (failovers followed). See docs/operations/request-costs.md.',
+  }),
+  REDIS_SENTINEL_NAME: text({ description: 'With `REDIS_MODE=sentinel`: the name the sentinels know the primary by (required then).' }),
   LOG_LEVEL: choice(LOG_LEVELS, { default: 'info', description: 'The least severe level logged; `silent`: nothing.' }),
   TRUST_PROXY: parsed(trustProxy, {
     default: 'false',

@@ -2,6 +2,8 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Deployment } from '../config.js';
 import { HOST_NAME, type OrganisationRecord } from '../domain/organisation.js';
 import { unknownTenant } from '../errors.js';
+import type { Clock } from '../util/clock.js';
+import { SingleFlightCache } from '../util/single-flight-cache.js';
 import { requestOrigin } from './origin.js';
 
 /** Where tenancy finds the organisation served at a host: src/app.ts passes the organisation module's service. */
@@ -16,31 +18,33 @@ export interface TenantLookup {
  * match is 404 `unknown_tenant`. Cloud: one base address for everyone, the organisation comes from the
  * token (devices) or the session's `X-Platform-Organisation` header, so nothing happens here.
  *
- * Host look-ups are cached for a few seconds: every tenant request passes here.
+ * Host look-ups are cached for a few seconds (`cacheMs`): every tenant request passes here. Concurrent
+ * misses share one look-up, and a host in use is read again in the background in the last second
+ * of its entry (src/util/single-flight-cache.ts), so an entry ending under load costs one look-up,
+ * not one per request in flight. Unknown hosts are remembered as long, never at the expense of
+ * the hosts that answer.
  */
-export function tenancy(deployment: Deployment, organisations: TenantLookup, cacheMs = 5_000): RequestHandler {
+export function tenancy(deployment: Deployment, organisations: TenantLookup, options: { clock: Clock; cacheMs?: number }): RequestHandler {
   if (deployment === 'cloud') {
     return (_req: Request, _res: Response, next: NextFunction) => next();
   }
-  const cache = new Map<string, { organisation: OrganisationRecord | null; until: number }>();
+  const cacheMs = options.cacheMs ?? 5_000;
+  const cache = new SingleFlightCache<string, OrganisationRecord | null>({
+    ttlMs: cacheMs,
+    maxEntries: 1000,
+    refreshAheadMs: Math.min(1_000, Math.floor(cacheMs / 5)),
+    evictFirst: (organisation) => organisation === null,
+    now: () => options.clock.now().getTime(),
+  });
+  const findByHost = (host: string) => organisations.findByHost(host);
   return async (req: Request, _res: Response, next: NextFunction) => {
     try {
       const host = requestOrigin(req).hostname;
       // A Host that cannot name an organisation costs no query and takes no cache room.
       if (!HOST_NAME.test(host)) throw unknownTenant();
-      const now = Date.now();
-      let hit = cache.get(host);
-      if (!hit || hit.until <= now) {
-        hit = { organisation: await organisations.findByHost(host), until: now + cacheMs };
-        // Misses are remembered briefly too, but never at the expense of the hosts that answer.
-        if (cache.size >= 1000) {
-          for (const [key, entry] of cache) if (!entry.organisation || entry.until <= now) cache.delete(key);
-          if (cache.size >= 1000) cache.clear();
-        }
-        cache.set(host, hit);
-      }
-      if (!hit.organisation) throw unknownTenant();
-      req.context.tenant = hit.organisation;
+      const organisation = await cache.get(host, findByHost);
+      if (!organisation) throw unknownTenant();
+      req.context.tenant = organisation;
       next();
     } catch (error) {
       next(error);

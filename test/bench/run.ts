@@ -76,6 +76,7 @@ import { formatPushTable, runPushBench } from './policy-push.js';
 import { startProvider, type BenchProvider } from './oidc-provider.js';
 import { BARE_CLASSES, BEARER_POLICY, DPOP_POLICY, PEER_JWT_BEARER, PEER_JWT_DPOP, PEER_OPAQUE, scenarios as allScenarios, type Fixtures, type Scenario, type TargetName } from './scenarios.js';
 import { runSoak, runWorkerComparison } from './soak.js';
+import { runProductionComparison } from './production.js';
 import { runSweepBench } from './sweep.js';
 import { formatAuditWriteTable, runAuditWriteBench } from './audit-write.js';
 import { freePort, killAllChildren, send, startChild, type ChildServer } from './servers.js';
@@ -334,6 +335,8 @@ async function main(): Promise<number> {
   const soakPart = matches('soak');
   // One worker beside two (WEB_CONCURRENCY, soak.ts): `--only workers`.
   const workersPart = matches('workers');
+  // The production shape beside the embedded one (production.ts): `--only production`.
+  const productionPart = options.only === 'production';
   // A million expired rows swept under policy reads (sweep.ts): `--only sweep`; BENCH_SWEEP_ROWS (1 000 000).
   const sweepPart = matches('sweep');
   const sweepRows = Number(process.env.BENCH_SWEEP_ROWS ?? 1_000_000);
@@ -342,7 +345,7 @@ async function main(): Promise<number> {
   // The audit row's cost on a policy publish (audit-write.ts): `--only "audit write"`.
   const auditPart = matches('audit write');
   const soakSeconds = Number(process.env.BENCH_SOAK_SECONDS ?? (process.argv.some((arg) => arg.startsWith('--duration')) || process.env.BENCH_DURATION ? options.durationSeconds : 60));
-  if (chosenNames.size === 0 && ingestParts.length === 0 && !anyRelay && !relayParts.ceiling && !svgPart && !loopPart && !redactionPart && !soakPart && !workersPart && !sweepPart && !pushPart && !auditPart) throw new Error(`--only "${options.only}" matches no scenario, no ingest part, no relay part, not the SVG part, not the event loop, not the redaction part, not the sweep, not the policy push and not the audit write`);
+  if (chosenNames.size === 0 && ingestParts.length === 0 && !anyRelay && !relayParts.ceiling && !svgPart && !loopPart && !redactionPart && !soakPart && !workersPart && !sweepPart && !pushPart && !auditPart && !productionPart) throw new Error(`--only "${options.only}" matches no scenario, no ingest part, no relay part, not the SVG part, not the event loop, not the redaction part, not the sweep, not the policy push, not the audit write and not the production shape`);
   // The peers answer the platform's own policy document: the platform runs whenever they do.
   const sqliteNeeded = ['platform', 'peer-jwt', 'peer-opaque'].some((target) => targetsChosen.has(target as TargetName)) || ingestParts.some((part) => part.database === 'sqlite');
 
@@ -437,7 +440,7 @@ async function main(): Promise<number> {
   log('');
 
   const phase = options.warmupSeconds + options.durationSeconds;
-  armWatchdog(options.runs * list.length * (phase + 15) + ingestParts.length * (2 * options.runs * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + (loopPart ? 240 : 0) + (redactionPart ? 180 : 0) + (soakPart ? soakSeconds + 240 : 0) + (workersPart ? 4 * phase + 120 : 0) + (sweepPart ? sweepRows / 2_000 + 3 * phase + 300 : 0) + (pushPart ? 600 : 0) + (auditPart ? 2 * phase + 120 : 0) + 60);
+  armWatchdog(options.runs * list.length * (phase + 15) + ingestParts.length * (2 * options.runs * phase + 60) + (anyRelay ? 3 * (phase + 60) : 0) + (svgPart ? 180 : 0) + (loopPart ? 240 : 0) + (redactionPart ? 180 : 0) + (soakPart ? soakSeconds + 240 : 0) + (workersPart ? 4 * phase + 120 : 0) + (productionPart ? options.runs * 6 * (phase + 5) + 180 : 0) + (sweepPart ? sweepRows / 2_000 + 3 * phase + 300 : 0) + (pushPart ? 600 : 0) + (auditPart ? 2 * phase + 120 : 0) + 60);
   const outcomes: Outcome[] = list.map((scenario) => ({ scenario, runs: [] }));
   const notes: string[] = [];
   let baselineRate: number | undefined;
@@ -690,6 +693,21 @@ async function main(): Promise<number> {
         log,
       })
     : undefined;
+  const production = productionPart
+    ? await runProductionComparison({
+        script: here('./platform-server.js'),
+        host: HOST,
+        oidc,
+        mariadb: options.mariadb,
+        redis: options.redis,
+        workDir,
+        rounds: Math.max(options.runs, 3),
+        warmupSeconds: options.warmupSeconds,
+        durationSeconds: options.durationSeconds,
+        connections: options.connections,
+        log,
+      })
+    : undefined;
   const workers = workersPart
     ? await runWorkerComparison({ script: here('./platform-server.js'), host: HOST, oidc, redis: options.redis, workDir, warmupSeconds: options.warmupSeconds, durationSeconds: options.durationSeconds, connections: options.connections, log })
     : undefined;
@@ -771,6 +789,7 @@ async function main(): Promise<number> {
   for (const result of failedRelay) for (const server of result.servers ?? []) if (server.stderr().trim()) process.stderr.write(`--- ${server.name} stderr ---\n${server.stderr()}\n`);
   if (svg?.problem) process.stderr.write(`bench: FAILED svg pictures: ${svg.problem}\n`);
   if (loopProblem) process.stderr.write(`bench: FAILED event loop: ${loopProblem}\n`);
+  if (production && !production.ok) process.stderr.write(`bench: FAILED production: ${production.rows.map((row) => row.problem).filter(Boolean).join('; ')}\n`);
   if (workers && !workers.ok) process.stderr.write(`bench: FAILED workers: ${workers.runs.map((run) => run.problem).filter(Boolean).join('; ')}\n`);
   if (soak && !soak.ok) process.stderr.write(`bench: FAILED soak: ${soak.errors} errors, live heap growth ${soak.memory.map((m) => (m.liveGrowth === undefined ? 'unknown' : `${(m.liveGrowth * 100).toFixed(1)}%`)).join(', ')}\n`);
   if (sweep && !sweep.ok) process.stderr.write(`bench: ${'skipped' in sweep ? 'SKIPPED' : 'FAILED'} sweep: ${sweep.problem}\n`);
@@ -783,7 +802,7 @@ async function main(): Promise<number> {
   const anyFailed =
     (auditWrite ?? []).some((result) => result.problem !== undefined) ||
     push?.problem !== undefined ||
-    failed.length > 0 || failedIngest.length > 0 || failedRelay.length > 0 || svg?.problem !== undefined || loopProblem !== undefined || (soak !== undefined && !soak.ok) || (workers !== undefined && !workers.ok) || (sweep !== undefined && !sweep.ok && !('skipped' in sweep));
+    failed.length > 0 || failedIngest.length > 0 || failedRelay.length > 0 || svg?.problem !== undefined || loopProblem !== undefined || (soak !== undefined && !soak.ok) || (workers !== undefined && !workers.ok) || (production !== undefined && !production.ok) || (sweep !== undefined && !sweep.ok && !('skipped' in sweep));
   for (const server of Object.values(servers)) {
     if (anyFailed && server.stderr().trim()) process.stderr.write(`--- ${server.name} stderr ---\n${server.stderr()}\n`);
   }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { parseRedisUrl } from '../../adapters/state/redis.js';
 
 function refusal(env: Record<string, string>): string {
   try {
@@ -273,5 +274,39 @@ describe('sweeper and retention configuration', () => {
     ['SWEEPER_ENABLED', 'maybe', /^SWEEPER_ENABLED: must be true or false/],
   ])('refuses %s=%s', (name, value, message) => {
     expect(refusal({ [name]: value })).toMatch(message);
+  });
+});
+
+describe('REDIS_MODE and REDIS_URL', () => {
+  it('takes a cluster of seed nodes and a Sentinel-managed primary', () => {
+    const cluster = loadConfig({ REDIS_URL: 'redis://:secret@10.0.0.1:7000,10.0.0.2:7001', REDIS_MODE: 'cluster' });
+    expect(cluster.redisMode).toBe('cluster');
+    const sentinel = loadConfig({ REDIS_URL: 'redis://10.0.0.1:26379,10.0.0.2', REDIS_MODE: 'sentinel', REDIS_SENTINEL_NAME: 'mymaster' });
+    expect([sentinel.redisMode, sentinel.redisSentinelName]).toEqual(['sentinel', 'mymaster']);
+    expect(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379' }).redisMode).toBe('standalone');
+  });
+
+  it('refuses sentinel without a name, several addresses on one server, and an unknown mode', () => {
+    expect(refusal({ REDIS_URL: 'redis://10.0.0.1:26379', REDIS_MODE: 'sentinel' })).toBe('REDIS_SENTINEL_NAME: is required when REDIS_MODE=sentinel');
+    expect(refusal({ REDIS_URL: 'redis://10.0.0.1:6379,10.0.0.2:6379' })).toBe('REDIS_MODE: REDIS_URL names several addresses: set REDIS_MODE=cluster or sentinel');
+    expect(refusal({ REDIS_URL: 'redis://10.0.0.1:6379', REDIS_MODE: 'ring' })).toMatch(/^REDIS_MODE: must be one of standalone, cluster, sentinel/);
+  });
+});
+
+describe('parseRedisUrl', () => {
+  it('takes several addresses, IPv6, credentials and a database; never shows a password when refusing', () => {
+    expect(parseRedisUrl('rediss://user:p%40ss@[::1]:7000,cache.internal/2')).toEqual({
+      tls: true,
+      username: 'user',
+      password: 'p@ss',
+      hosts: [
+        { host: '::1', port: 7000 },
+        { host: 'cache.internal', port: 6379 },
+      ],
+      db: 2,
+    });
+    expect(() => parseRedisUrl('redis://:hunter2@host:99999')).toThrow('"host:99999" is not a host:port');
+    expect(() => parseRedisUrl('redis://:hunter2@host:1/x')).toThrow(/^must be/);
+    expect(() => parseRedisUrl('redis://:hunter2@host:1/x')).not.toThrow(/hunter2/);
   });
 });

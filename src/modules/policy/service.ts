@@ -57,6 +57,8 @@ export interface LatestNumbersCache {
   fresh(): Promise<void> | undefined;
   get(key: string): LatestNumbers | undefined;
   set(key: string, value: LatestNumbers, generation: number): void;
+  /** One look-up for all concurrent misses of `key` (AuthCache `once`). */
+  once<R>(key: string, lookUp: () => Promise<R>): Promise<R>;
 }
 
 export interface PolicyServiceOptions {
@@ -250,10 +252,13 @@ export class PolicyService {
     if (due) await due;
     const known = cache.get(key);
     if (known) return known;
-    const generation = cache.begin();
-    const latest = await this.store.latestNumbers(organisationId, projectId);
-    cache.set(key, latest, generation);
-    return latest;
+    // Concurrent misses of one scope share one query (one `MAX(number)`, not one per poll in flight).
+    return cache.once(key, async () => {
+      const generation = cache.begin();
+      const latest = await this.store.latestNumbers(organisationId, projectId);
+      cache.set(key, latest, generation);
+      return latest;
+    });
   }
 
   /**

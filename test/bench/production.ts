@@ -1,0 +1,193 @@
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { createDpopKey } from './dpop.js';
+import { seedPlatform } from './fixtures.js';
+import { createMariadbDatabase } from './ingest.js';
+import { cpuMicros, load, problemWith, type Measurement } from './measure.js';
+import { BEARER_POLICY, DPOP_POLICY, scenarios as allScenarios, type Scenario } from './scenarios.js';
+import { freePort, startChild, type ChildServer } from './servers.js';
+
+/**
+ * The production shape beside the embedded one (`npm run bench -- --only production`, issue 30):
+ * two replicas of the real service on a fresh MariaDB database and Redis, and one process on
+ * SQLite, in the same run, interleaved round by round (embedded, then production, per scenario),
+ * on discovery, Bearer and DPoP policy reads. CPU per request counts every process of the shape:
+ * the service processes, and for the production shape mariadbd and redis-server too (both are
+ * shared with anything else the machine runs: a loaded machine inflates the production side).
+ * Prints per scenario the medians over the rounds and the ratios: CPU embedded ÷ production
+ * (at least 0.9 is the goal) and p99 production ÷ embedded (at most 1.2).
+ */
+
+export interface ProductionOptions {
+  script: string;
+  host: string;
+  oidc: { issuer: string; clientId: string; apiScope: string; audience: string };
+  mariadb: string;
+  redis: string;
+  workDir: string;
+  rounds: number;
+  warmupSeconds: number;
+  durationSeconds: number;
+  connections: number;
+  log: (line: string) => void;
+}
+
+interface Shape {
+  name: 'embedded' | 'production';
+  servers: ChildServer[];
+  /** Every process whose CPU counts. */
+  pids: number[];
+  scenarios: Scenario[];
+}
+
+export interface ProductionRow {
+  scenario: string;
+  embedded: { rps: number; cpuMicros: number; p99: number };
+  production: { rps: number; cpuMicros: number; p99: number };
+  cpuRatio: number;
+  p99Ratio: number;
+  problem?: string;
+}
+
+const NAMES = ['discovery: GET /.well-known/platform.json', BEARER_POLICY, DPOP_POLICY];
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+function mariadbPid(): number | undefined {
+  try {
+    return Number(execFileSync('pidof', ['-s', 'mariadbd'], { encoding: 'utf8' }).trim()) || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function redisPid(url: string): Promise<number | undefined> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    return Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]) || undefined;
+  } catch {
+    return undefined;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+function scenariosFor(host: string, tokens: { bearerToken: string; dpopToken: string }, dpopKey: ReturnType<typeof createDpopKey>): Scenario[] {
+  const all = allScenarios({
+    host,
+    personToken: '',
+    policyDevices: { bearerToken: tokens.bearerToken, dpopToken: tokens.dpopToken, dpopKey, proofWindowSeconds: 60, dpopEdToken: '', dpopEdKey: createDpopKey('Ed25519') },
+    cloud: { accessToken: '', organisationId: '' },
+    peers: { jwtBearer: '', jwtBearerOtherAudience: '', jwtDpop: '', jwtDpopKey: createDpopKey(), opaque: '', opaqueRevoked: '' },
+  });
+  return NAMES.map((name) => all.find((scenario) => scenario.name === name && scenario.target === 'platform')!);
+}
+
+/** One measured stretch of `scenario` on every server of the shape at once, connections split between them. */
+async function measure(shape: Shape, index: number, options: ProductionOptions, seconds: number): Promise<Measurement & { cpu: number }> {
+  const scenario = shape.scenarios[index]!;
+  const per = Math.max(1, Math.floor(options.connections / shape.servers.length));
+  const before = shape.pids.map((pid) => cpuMicros(pid) ?? 0);
+  const parts = await Promise.all(shape.servers.map((server) => load(scenario, server.origin, { connections: per, durationSeconds: seconds })));
+  const after = shape.pids.map((pid) => cpuMicros(pid) ?? 0);
+  const total = parts.reduce((sum, part) => sum + part.total, 0);
+  const cpu = after.reduce((sum, value, i) => sum + value - before[i]!, 0);
+  const statusCodes: Record<string, number> = {};
+  for (const part of parts) for (const [code, count] of Object.entries(part.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + count;
+  return {
+    requestsPerSecond: parts.reduce((sum, part) => sum + part.requestsPerSecond, 0),
+    p50: Math.max(...parts.map((part) => part.p50)),
+    p99: Math.max(...parts.map((part) => part.p99)),
+    total,
+    durationSeconds: seconds,
+    non2xx: parts.reduce((sum, part) => sum + part.non2xx, 0),
+    errors: parts.reduce((sum, part) => sum + part.errors, 0),
+    timeouts: parts.reduce((sum, part) => sum + part.timeouts, 0),
+    statusCodes,
+    cpu: total > 0 ? cpu / total : 0,
+  };
+}
+
+export async function runProductionComparison(options: ProductionOptions): Promise<{ ok: boolean; rows: ProductionRow[] }> {
+  const dpopKey = createDpopKey();
+  const base: Record<string, string> = {
+    NODE_ENV: 'production',
+    PLATFORM_DEPLOYMENT: 'self-hosted',
+    LOG_LEVEL: 'silent',
+    OIDC_ALLOW_HTTP_LOOPBACK: 'true',
+    PLATFORM_BOOTSTRAP_LOCALHOST: 'false',
+    RATE_LIMITS_ENABLED: 'false',
+  };
+  const embeddedEnv = { ...base, DATABASE_URL: `sqlite:${options.workDir}/production-embedded.sqlite` };
+  const embeddedSeed = await seedPlatform({ env: embeddedEnv, host: options.host, oidc: options.oidc, ingestDevices: 0, policyDpopJkt: dpopKey.thumbprint });
+  const made = await createMariadbDatabase(options.mariadb);
+  if (!made.database) throw new Error(`MariaDB unreachable: ${made.unreachable ?? ''}`);
+  const database = made.database;
+  const shapes: Shape[] = [];
+  try {
+    const productionEnv = { ...base, DATABASE_URL: database.platformUrl, REDIS_URL: options.redis, SIGNING_KEYS_SECRET: randomBytes(32).toString('base64url') };
+    const productionSeed = await seedPlatform({ env: productionEnv, host: options.host, oidc: options.oidc, ingestDevices: 0, policyDpopJkt: dpopKey.thumbprint });
+    const embedded = await startChild({ name: 'embedded (SQLite)', script: options.script, env: embeddedEnv, port: await freePort(), ready: { path: '/readyz' }, timeoutMs: 60_000 });
+    shapes.push({ name: 'embedded', servers: [embedded], pids: [embedded.pid], scenarios: scenariosFor(options.host, embeddedSeed.policy!, dpopKey) });
+    const replicas = await Promise.all(
+      ['A', 'B'].map(async (name) =>
+        startChild({ name: `production replica ${name}`, script: options.script, env: { ...productionEnv, MIGRATE_ON_START: 'false' }, port: await freePort(), ready: { path: '/readyz' }, timeoutMs: 60_000 }),
+      ),
+    );
+    const extra = [mariadbPid(), await redisPid(options.redis)].filter((pid): pid is number => pid !== undefined);
+    if (extra.length < 2) options.log('production: mariadbd or redis-server not found locally; their CPU is not counted');
+    shapes.push({ name: 'production', servers: replicas, pids: [...replicas.map((replica) => replica.pid), ...extra], scenarios: scenariosFor(options.host, productionSeed.policy!, dpopKey) });
+
+    const results = new Map<string, { rps: number[]; cpu: number[]; p99: number[]; problem?: string }>();
+    for (let round = 1; round <= options.rounds; round++) {
+      options.log(`production: round ${round} of ${options.rounds}`);
+      for (let index = 0; index < NAMES.length; index++) {
+        for (const shape of shapes) {
+          if (round === 1) await measure(shape, index, options, Math.max(1, options.warmupSeconds));
+          const measurement = await measure(shape, index, options, options.durationSeconds);
+          const key = `${shape.name}\n${NAMES[index]}`;
+          const entry = results.get(key) ?? { rps: [], cpu: [], p99: [] };
+          entry.rps.push(measurement.requestsPerSecond);
+          entry.cpu.push(measurement.cpu);
+          entry.p99.push(measurement.p99);
+          const problem = problemWith(measurement);
+          if (problem) entry.problem = problem;
+          results.set(key, entry);
+        }
+      }
+    }
+    const rows: ProductionRow[] = NAMES.map((name) => {
+      const of = (shape: string) => {
+        const entry = results.get(`${shape}\n${name}`)!;
+        return { rps: median(entry.rps), cpuMicros: median(entry.cpu), p99: median(entry.p99), problem: entry.problem };
+      };
+      const e = of('embedded');
+      const p = of('production');
+      const problem = e.problem ?? p.problem;
+      return {
+        scenario: name,
+        embedded: { rps: e.rps, cpuMicros: e.cpuMicros, p99: e.p99 },
+        production: { rps: p.rps, cpuMicros: p.cpuMicros, p99: p.p99 },
+        cpuRatio: p.cpuMicros > 0 ? e.cpuMicros / p.cpuMicros : 0,
+        p99Ratio: e.p99 > 0 ? p.p99 / e.p99 : 0,
+        ...(problem ? { problem } : {}),
+      };
+    });
+    options.log(`production shape (2 replicas, MariaDB, Redis) beside embedded (1 process, SQLite): ${options.rounds} interleaved rounds, medians, ${options.connections} connections, ${options.durationSeconds} s each; CPU over every process of the shape`);
+    for (const row of rows) {
+      options.log(
+        `  ${row.scenario}: embedded ${row.embedded.rps.toFixed(0)} req/s, ${row.embedded.cpuMicros.toFixed(0)} µs CPU/req, p99 ${row.embedded.p99} ms | production ${row.production.rps.toFixed(0)} req/s, ${row.production.cpuMicros.toFixed(0)} µs CPU/req, p99 ${row.production.p99} ms | CPU ratio ${row.cpuRatio.toFixed(2)} (goal ≥ 0.9), p99 ratio ${row.p99Ratio.toFixed(2)} (goal ≤ 1.2)${row.problem ? ` FAILED (${row.problem})` : ''}`,
+      );
+    }
+    return { ok: rows.every((row) => !row.problem), rows };
+  } finally {
+    for (const shape of shapes) for (const server of shape.servers) await server.stop();
+    await database.drop();
+  }
+}
