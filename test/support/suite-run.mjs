@@ -9,6 +9,15 @@ export const RUN_DIR_VARIABLE = 'PLATFORM_SUITE_RUN_DIR';
 const ROOT = join(process.cwd(), '.jest-suite');
 const KEEP_MS = 6 * 3600_000;
 
+/**
+ * A run split over two jest invocations (npm run test:services: the shared suites in parallel,
+ * then the suites of their own one at a time) shares one directory, named by
+ * PLATFORM_SUITE_RUN_NAME: the first invocation starts it afresh, the second (with
+ * PLATFORM_SUITE_RUN_APPEND=1) adds its files to it, and its suite checks read both.
+ */
+export const RUN_NAME_VARIABLE = 'PLATFORM_SUITE_RUN_NAME';
+export const RUN_APPEND_VARIABLE = 'PLATFORM_SUITE_RUN_APPEND';
+
 /** Makes this run's directory (and forgets runs older than six hours); the workers inherit it. */
 export function startRun() {
   mkdirSync(ROOT, { recursive: true });
@@ -16,11 +25,19 @@ export function startRun() {
     const path = join(ROOT, name);
     if (Date.now() - statSync(path).mtimeMs > KEEP_MS) rmSync(path, { recursive: true, force: true });
   }
-  const dir = join(ROOT, `${new Date().toISOString().replace(/[:.]/g, '-')}-${process.pid}`);
+  const named = process.env[RUN_NAME_VARIABLE];
+  if (named !== undefined && !/^[a-z0-9-]+$/.test(named)) throw new Error(`${RUN_NAME_VARIABLE} must be lower-case letters, digits and dashes`);
+  const dir = named ? join(ROOT, named) : join(ROOT, `${new Date().toISOString().replace(/[:.]/g, '-')}-${process.pid}`);
+  if (named && !appending()) rmSync(dir, { recursive: true, force: true });
   mkdirSync(join(dir, 'files'), { recursive: true });
   mkdirSync(join(dir, 'finished'), { recursive: true });
   process.env[RUN_DIR_VARIABLE] = dir;
   return dir;
+}
+
+/** Whether this invocation adds to a named run the one before it started. */
+export function appending() {
+  return Boolean(process.env[RUN_NAME_VARIABLE]) && process.env[RUN_APPEND_VARIABLE] === '1';
 }
 
 export function runDir() {
