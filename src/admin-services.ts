@@ -10,6 +10,7 @@ import { OrganisationService } from './modules/organisation/service.js';
 import { PolicyService, type LatestNumbersCache } from './modules/policy/service.js';
 import { ProjectService } from './modules/projects/service.js';
 import type { Clock } from './util/clock.js';
+import type { Reads } from './db/reads.js';
 import type { AuditTrail } from './audit.js';
 import { AuditLogService } from './modules/audit-log/service.js';
 import { AuditLogStore } from './modules/audit-log/store.js';
@@ -47,20 +48,22 @@ export function buildAdminServices(deps: {
   policyLatestNumbers?: LatestNumbersCache;
   /** Replaces the stored trail (the bench measures a publish without it). */
   auditTrail?: AuditTrail | undefined;
+  /** The service's reads that may go to a replica (src/db/reads.ts); the command line reads the primary. */
+  reads?: Reads | undefined;
 }): AdminServices {
   const { config, dataSource, clock, logger } = deps;
   const auditStore = new AuditLogStore(dataSource);
   const trail = deps.auditTrail ?? new DatabaseAuditTrail(auditStore, clock);
   const organisations = new OrganisationService(dataSource, clock, trail);
   const projects = new ProjectService(dataSource, clock, trail);
-  const devices = createDevicesModule({ dataSource, clock, organisations, trail }, config.devices);
+  const devices = createDevicesModule({ dataSource, clock, organisations, trail, reads: deps.reads }, config.devices);
   return {
     config,
     logger,
     clock,
     organisations,
     projects,
-    policies: new PolicyService(dataSource, clock, logger, projects, config.json, { trail, ...(deps.policyLatestNumbers ? { latestNumbers: deps.policyLatestNumbers } : {}) }),
+    policies: new PolicyService(dataSource, clock, logger, projects, config.json, { trail, reads: deps.reads, ...(deps.policyLatestNumbers ? { latestNumbers: deps.policyLatestNumbers } : {}) }),
     devices: devices.store,
     deviceTokens: devices.tokens,
     joinKeys: devices.joinKeys,

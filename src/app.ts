@@ -88,6 +88,8 @@ import type { AuditTrail } from './audit.js';
 import { auditLogRoutes } from './modules/audit-log/routes.js';
 import type { AuditLogService } from './modules/audit-log/service.js';
 import { Sweeper } from './sweeper/sweeper.js';
+import { primaryReads, type Reads } from './db/reads.js';
+import { ReplicaReads } from './db/read-replica.js';
 
 export interface AppDependencies {
   config: Config;
@@ -99,6 +101,8 @@ export interface AppDependencies {
   emailStartCheck?: EmailStartCheck | undefined;
   /** Replaces the stored audit trail (the bench measures a publish without it); default: rows in `audit_log`. */
   auditTrail?: AuditTrail | undefined;
+  /** The read replica of DATABASE_READ_URL once connected (src/db/read-replica.ts); absent: every read on the primary. */
+  readReplica?: { readonly current: DataSource | undefined } | undefined;
 }
 
 export interface Platform {
@@ -145,6 +149,9 @@ export function buildApp(deps: AppDependencies): Platform {
   // any revocation or publish (src/auth/revocations.ts).
   const revocations = new AuthRevocations(dataSource, clock, deps.redis);
   const policyNumbersCache = new AuthCache<LatestNumbers>('policyLatestNumbers', config.authCache, clock, revocations);
+  // The hot reads that may lag a little go to the replica while it is current (src/db/read-replica.ts).
+  const replicaReads = deps.readReplica ? new ReplicaReads(dataSource, deps.readReplica, revocations, clock, logger) : undefined;
+  const reads: Reads = replicaReads ?? primaryReads(dataSource);
   const { organisations, deviceTokens, devices: deviceStore, joinKeys, deviceCodes, projects, policies, trail, auditLog } = buildAdminServices({
     config,
     dataSource,
@@ -152,6 +159,7 @@ export function buildApp(deps: AppDependencies): Platform {
     logger,
     policyLatestNumbers: policyNumbersCache,
     auditTrail: deps.auditTrail,
+    reads,
   });
   // One host → organisation cache for the API and the approval page.
   const tenantOf = tenancy(config.deployment, organisations, { clock });
@@ -231,7 +239,7 @@ export function buildApp(deps: AppDependencies): Platform {
     // policyLatestNumbers, policyAnswers, policyLayers
     ...policies.cacheSizes(),
   });
-  const metrics = new Metrics({ dataSource, redis: deps.redis, relayConnections: () => relay.size, cacheSizes, sweepKinds: SWEEP_KINDS.map((kind) => kind.name) });
+  const metrics = new Metrics({ dataSource, redis: deps.redis, relayConnections: () => relay.size, cacheSizes, readCounts: replicaReads && (() => replicaReads.counts), sweepKinds: SWEEP_KINDS.map((kind) => kind.name) });
   // Scheduled by the service process (src/lifecycle.ts), run at once by `platform sweep` and tests.
   const sweeper = new Sweeper(dataSource, clock, logger, { ...config.sweeper, retention: config.retention }, metrics.sweeper);
 
@@ -257,7 +265,7 @@ export function buildApp(deps: AppDependencies): Platform {
   // Sign-in builds absolute URLs where no request is at hand: from PLATFORM_BASE_URL alone.
   const ownOrigin = serviceOrigin(config.baseUrl);
   const signInModule = createSignInModule(
-    { dataSource, clock, logger, mailer, organisations, trail },
+    { dataSource, clock, logger, mailer, organisations, trail, reads },
     {
       config: signInSettings,
       origin: ownOrigin,

@@ -131,6 +131,13 @@ const RULES: readonly Rule[] = [
     },
   },
   {
+    reads: ['DATABASE_URL', 'DATABASE_READ_URL'],
+    check: (values) =>
+      values.DATABASE_READ_URL !== undefined && values.DATABASE_URL.kind !== 'mysql'
+        ? [['DATABASE_READ_URL', 'needs DATABASE_URL to be MySQL or MariaDB (the replica of that primary)']]
+        : [],
+  },
+  {
     reads: ['HEADERS_TIMEOUT_SECONDS', 'REQUEST_TIMEOUT_SECONDS'],
     check: (values) =>
       values.REQUEST_TIMEOUT_SECONDS < values.HEADERS_TIMEOUT_SECONDS ? [['REQUEST_TIMEOUT_SECONDS', `must be at least HEADERS_TIMEOUT_SECONDS (${values.HEADERS_TIMEOUT_SECONDS})`]] : [],
@@ -201,6 +208,8 @@ function shape(values: Values) {
       requestTimeoutSeconds: values.REQUEST_TIMEOUT_SECONDS,
     },
     database: values.DATABASE_URL,
+    /** A read replica of the primary for the reads that may lag (src/db/read-replica.ts); absent: every read on the primary. */
+    databaseRead: values.DATABASE_READ_URL,
     redisUrl: values.REDIS_URL,
     /** How REDIS_URL is used: one server, a cluster's seed nodes, or sentinels (adapters/state/redis.ts). */
     redisMode: values.REDIS_MODE,

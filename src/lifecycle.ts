@@ -13,6 +13,7 @@ import { buildApp, type Platform } from './app.js';
 import { bootstrapLocalhost } from './bootstrap.js';
 import { ConfigError, loadConfig, type Config, type ServerLimits } from './config.js';
 import { createDataSource } from './db/data-source.js';
+import { ReplicaConnection } from './db/read-replica.js';
 import { databaseAddress, reasonOf } from './db/errors.js';
 import { databaseRefusal } from './db/server-check.js';
 import { createLogger } from './logger.js';
@@ -204,6 +205,7 @@ export function applyServerLimits(server: Server, limits: ServerLimits): void {
 export class ServiceProcess {
   private server: Server | undefined;
   private dataSource: DataSource | undefined;
+  private readReplica: ReplicaConnection | undefined;
   private platform: Platform | undefined;
   private readonly redis: RedisClient | undefined;
   private draining = false;
@@ -253,7 +255,12 @@ export class ServiceProcess {
     const { dataSource } = opened;
     this.dataSource = dataSource;
     if (this.draining) return;
-    const platform = buildApp({ config, dataSource, clock: systemClock, logger, redis });
+    // A read replica is never waited for: the primary answers until it connects (src/db/read-replica.ts).
+    if (config.databaseRead) {
+      this.readReplica = new ReplicaConnection(config.databaseRead, logger);
+      await this.readReplica.start();
+    }
+    const platform = buildApp({ config, dataSource, clock: systemClock, logger, redis, readReplica: this.readReplica });
     this.platform = platform;
     if (config.deployment === 'cloud' && cluster.isPrimary) {
       logger.info({ mail: platform.services.mailer.description, providers: platform.services.signIn.providerFlow.providers().map((p) => p.id) }, 'cloud sign-in ready');
@@ -367,6 +374,8 @@ export class ServiceProcess {
 
   /** Closes the database and Redis (what start opened), for a stop or a failed start. */
   async close(): Promise<void> {
+    await this.readReplica?.stop();
+    this.readReplica = undefined;
     await this.dataSource?.destroy().catch(() => undefined);
     this.dataSource = undefined;
     if (this.redis) {

@@ -2,6 +2,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RedisClient } from '../adapters/state/redis.js';
 import type { DataSource } from 'typeorm';
+import type { ReadCounts } from './db/read-replica.js';
 import type { TokenKind } from './auth/principal.js';
 import type { Credential } from './auth/resolver.js';
 import { ApiError, methodNotAllowed, unauthorized } from './errors.js';
@@ -61,6 +62,8 @@ export interface MetricsSources {
   cacheSizes?: () => Record<string, number>;
   /** The sweeper's kinds (`platform_sweeper_rows_deleted_total{kind}` starts at 0 for each). */
   sweepKinds?: readonly string[];
+  /** With DATABASE_READ_URL: the reads answered by the replica and by the primary (src/db/read-replica.ts). */
+  readCounts?: () => ReadCounts;
 }
 
 export class Metrics {
@@ -159,6 +162,19 @@ export class Metrics {
         registers,
         collect() {
           for (const [cache, entries] of Object.entries(cacheSizes())) this.set({ cache }, entries);
+        },
+      });
+    }
+    const readCounts = sources.readCounts;
+    if (readCounts) {
+      new Counter({
+        name: 'platform_database_reads_total',
+        help: 'With DATABASE_READ_URL: the reads that may go to the replica, by the `server` that answered (replica, primary) and their `kind` (credential: an access token by its hash; settled: published policy revisions).',
+        labelNames: ['server', 'kind'],
+        registers,
+        collect() {
+          this.reset();
+          for (const [server, kinds] of Object.entries(readCounts())) for (const [kind, count] of Object.entries(kinds)) this.inc({ server, kind }, count as number);
         },
       });
     }

@@ -21,15 +21,19 @@ import type { Clock } from '../util/clock.js';
  *      so the very next request on this replica reads the database;
  *   2. adds one to the revocation counter row (`auth_revocations`, migration 1763870000000), which
  *      every server reads at most once a second: another process without Redis (the command line
- *      on the embedded SQLite) reaches every server within a second;
- *   3. through the listener of `AuthRevocations` below, publishes on Redis (`REDIS_URL`), so every
- *      replica drops its caches as soon as the message arrives.
+ *      on the embedded SQLite) reaches every server within a second. Inside a transaction the
+ *      counter moves in that transaction, just before its commit, so the change and the counter
+ *      are committed (and replicated, src/db/read-replica.ts) together or not at all;
+ *   3. once the counter has moved, through the listener of `AuthRevocations` below, publishes on
+ *      Redis (`REDIS_URL`), so every replica drops its caches as soon as the message arrives (and
+ *      a replica that reads the counter then finds it moved).
  * - **Races.** A request that read the database before a revocation committed must not store what
  *   it read after the caches were dropped: `generation` moves on every drop, and a cache stores an
  *   entry only if the generation it started with is still current. Inside a transaction the
  *   caches of this process are dropped at the change, and at the commit once more, when the
- *   counter moves and the other replicas are told (once: nothing is published for a change they
- *   cannot see yet); a rollback drops this process's caches again and tells nobody else.
+ *   other replicas are told (once: nothing is published for a change they cannot see yet); a
+ *   rollback drops this process's caches again and tells nobody else (the counter's move rolls
+ *   back with the change).
  */
 
 /** Per table: the columns whose change ends nothing (an update touching only these is ignored). */
@@ -63,15 +67,40 @@ function quoted(dataSource: DataSource, name: string): string {
   return dataSource.options.type === 'better-sqlite3' ? `"${name}"` : `\`${name}\``;
 }
 
-/** Adds one to the counter row, on the given runner (after its commit) or the pool. */
+function counterUpdate(dataSource: DataSource): string {
+  return `UPDATE ${quoted(dataSource, REVOCATION_TABLE)} SET ${quoted(dataSource, 'counter')} = ${quoted(dataSource, 'counter')} + 1 WHERE ${quoted(dataSource, 'id')} = 1`;
+}
+
+/** Adds one to the counter row after a change made outside a transaction (already committed). */
 async function bumpCounter(dataSource: DataSource, runner: QueryRunner | undefined): Promise<void> {
-  const sql = `UPDATE ${quoted(dataSource, REVOCATION_TABLE)} SET ${quoted(dataSource, 'counter')} = ${quoted(dataSource, 'counter')} + 1 WHERE ${quoted(dataSource, 'id')} = 1`;
+  const sql = counterUpdate(dataSource);
   try {
     await (runner && !runner.isReleased ? runner.query(sql) : dataSource.query(sql));
   } catch {
     // The change itself is committed; without the counter, other processes that have no RedisClient
     // still stop trusting their cached entries when these reach AUTH_CACHE_MAX_AGE_SECONDS.
   }
+}
+
+/**
+ * The counter's value on `dataSource` (the primary, or a read replica: src/db/read-replica.ts);
+ * undefined when it cannot be read, or (`throwing`) the failure.
+ */
+export async function readRevocationCounter(dataSource: DataSource, options: { throwing?: boolean } = {}): Promise<number | undefined> {
+  try {
+    const rows = await dataSource.query<{ counter: number | string }[]>(
+      `SELECT ${quoted(dataSource, 'counter')} AS counter FROM ${quoted(dataSource, REVOCATION_TABLE)} WHERE ${quoted(dataSource, 'id')} = 1`,
+    );
+    return rows[0] === undefined ? undefined : Number(rows[0].counter);
+  } catch (error) {
+    if (options.throwing) throw error;
+    return undefined;
+  }
+}
+
+/** The depth of a runner's transaction (TypeORM counts savepoints; 1 is the outermost). */
+function transactionDepth(runner: QueryRunner): number {
+  return (runner as unknown as { transactionDepth?: number }).transactionDepth ?? 1;
 }
 
 function notify(dataSource: DataSource, committed: boolean): void {
@@ -98,8 +127,10 @@ async function changed(dataSource: DataSource, runner: QueryRunner | undefined):
     pending.add(runner);
     return;
   }
-  notify(dataSource, true);
+  notify(dataSource, false);
   await bumpCounter(dataSource, runner);
+  // Told (and published) only once the counter has moved: a replica told must find it moved.
+  notify(dataSource, true);
 }
 
 /** The subscriber every DataSource carries (see `createDataSource`). */
@@ -119,14 +150,23 @@ export class RevocationSubscriber implements EntitySubscriberInterface {
     await changed(event.connection, event.queryRunner);
   }
 
-  async afterTransactionCommit(event: TransactionCommitEvent): Promise<void> {
+  /**
+   * The counter moves in the transaction that made the change, as its last statement: committed
+   * with it, or rolled back with it (a failure here fails the commit, and the change with it).
+   */
+  async beforeTransactionCommit(event: TransactionCommitEvent): Promise<void> {
+    const runner = event.queryRunner;
+    // A nested transaction (a savepoint) commits into its parent: the outermost moves the counter.
+    if (!pending.has(runner) || transactionDepth(runner) > 1) return;
+    await runner.query(counterUpdate(event.connection));
+  }
+
+  afterTransactionCommit(event: TransactionCommitEvent): void {
     const runner = event.queryRunner;
     if (!pending.has(runner)) return;
-    // A nested transaction (a savepoint) commits into its parent: wait for the outermost.
     if (runner.isTransactionActive) return;
     pending.delete(runner);
     notify(event.connection, true);
-    await bumpCounter(event.connection, runner);
   }
 
   afterTransactionRollback(event: TransactionRollbackEvent): void {
@@ -226,15 +266,8 @@ export class AuthRevocations {
     return this.inFlight;
   }
 
-  private async readCounter(): Promise<number | undefined> {
-    try {
-      const rows = await this.dataSource.query<{ counter: number | string }[]>(
-        `SELECT ${quoted(this.dataSource, 'counter')} AS counter FROM ${quoted(this.dataSource, REVOCATION_TABLE)} WHERE ${quoted(this.dataSource, 'id')} = 1`,
-      );
-      return rows[0] === undefined ? undefined : Number(rows[0].counter);
-    } catch {
-      return undefined;
-    }
+  private readCounter(): Promise<number | undefined> {
+    return readRevocationCounter(this.dataSource);
   }
 
   /** Subscribes to the other replicas' messages (with RedisClient). */

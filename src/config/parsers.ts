@@ -63,6 +63,12 @@ export function database(value: string): DatabaseConfig {
   throw new Refusal(`must start with ${DATABASE_SCHEMES.slice(0, -1).join(', ')} or ${DATABASE_SCHEMES.at(-1)} (the value is not shown, it may hold a password)`);
 }
 
+/** A read replica's URL (`DATABASE_READ_URL`): MySQL or MariaDB only (an embedded SQLite file has no replica). */
+export function readDatabase(value: string): DatabaseConfig {
+  if (value.startsWith('sqlite:')) throw new Refusal('must be mysql://… or mariadb://… (a read replica of a MySQL or MariaDB primary)');
+  return database(value);
+}
+
 /** Express `trust proxy`: false, true, a hop count, or a list of addresses/subnets. */
 export function trustProxy(value: string): boolean | number | string[] {
   if (value === 'false') return false;

@@ -4,6 +4,7 @@ import { SIGN_IN_PROVIDERS } from '../modules/signin/settings.js';
 import {
   corsAllowedOrigins,
   database,
+  readDatabase,
   httpOrigin,
   invitationUrl,
   mailFrom,
@@ -106,6 +107,13 @@ export const VARIABLES = {
     json: { type: 'string', pattern: '^(|(mysql|mariadb)://.+/.+)$' },
     description:
       '`sqlite:<file>` (embedded, WAL), `sqlite::memory:`, `mysql://user:password@host:3306/db` (MySQL 8.0+) or `mariadb://…` (MariaDB 10.11+): see [Supported databases](deployments.md#supported-databases). Unreachable at start: the service waits for it (see [Health, readiness and start-up](outages.md#health-readiness-and-start-up)).',
+  }),
+  DATABASE_READ_URL: parsed(readDatabase, {
+    secret: true,
+    values: '`mysql://…`, `mariadb://…`',
+    json: { type: 'string', pattern: '^(|(mysql|mariadb)://.+/.+)$' },
+    description:
+      "A read replica of `DATABASE_URL`'s MySQL or MariaDB database (optional). It answers the hot reads that may lag a little: device and Cloud session access tokens by their hash while it has applied every revocation, and published policy revisions the primary has numbered; everything that decides or changes (revocation, single-use codes, refresh reuse) stays on the primary, and the primary answers whenever the replica lags, misses or fails. See [Read replicas](request-costs.md#read-replicas).",
   }),
   REDIS_URL: parsed(redisUrl, {
     secret: true,

@@ -88,3 +88,15 @@ export function createDataSource(database: DatabaseConfig): DataSource {
   if (database.kind === 'sqlite') serialiseTransactions(dataSource);
   return dataSource;
 }
+
+/**
+ * A read replica's DataSource (`DATABASE_READ_URL`, src/db/read-replica.ts): the same entities,
+ * no migrations (the replica receives the primary's schema through replication), no subscribers
+ * (nothing is written through it).
+ */
+export function createReadDataSource(database: DatabaseConfig): DataSource {
+  const options = dataSourceOptions(database);
+  if (options.type !== 'mysql' && options.type !== 'mariadb') throw new ConfigError('DATABASE_READ_URL', 'must be a MySQL or MariaDB database');
+  return new DataSource({ ...options, migrations: [], subscribers: [], migrationsRun: false });
+}
+

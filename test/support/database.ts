@@ -16,11 +16,11 @@ export function usingMariadb(): boolean {
   return process.env.TEST_DATABASE === 'mariadb';
 }
 
-export async function freshDatabase(): Promise<TestDatabase> {
-  if (!usingMariadb()) {
+export async function freshDatabase(onServer?: string): Promise<TestDatabase> {
+  if (!usingMariadb() && onServer === undefined) {
     return { config: { kind: 'sqlite', flavour: 'mysql', location: ':memory:' }, url: 'sqlite::memory:', drop: async () => undefined };
   }
-  const server = (process.env.TEST_MARIADB_URL ?? 'mariadb://root@127.0.0.1:3306').replace(/\/$/, '');
+  const server = (onServer ?? process.env.TEST_MARIADB_URL ?? 'mariadb://root@127.0.0.1:3306').replace(/\/$/, '');
   const name = `platform_t_${randomBytes(6).toString('hex')}`;
   const admin = await mysql.createConnection({ uri: server.replace(/^mariadb:/, 'mysql:') });
   await admin.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);

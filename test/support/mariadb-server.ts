@@ -64,7 +64,8 @@ export class MariaDbServer extends ServerProcess {
         `--port=${this.port}`,
         '--bind-address=127.0.0.1',
         '--user=root',
-        '--skip-log-bin',
+        // A replication primary of a test asks for its binary log (`--log-bin=…` in settings).
+        ...(this.settings.some((setting) => setting.startsWith('--log-bin')) ? [] : ['--skip-log-bin']),
         '--innodb-buffer-pool-size=16M',
         '--max-connections=200',
         ...this.settings,
@@ -97,11 +98,12 @@ export class MariaDbServer extends ServerProcess {
     });
   }
 
-  /** Runs statements as root (creating a database, say). */
-  async query(sql: string): Promise<void> {
+  /** Runs statements as root (creating a database, say); answers the rows of a SELECT or SHOW. */
+  async query<T = Record<string, unknown>>(sql: string): Promise<T[]> {
     const connection = await mysql.createConnection({ host: '127.0.0.1', port: this.port, user: 'root', connectTimeout: 5_000 });
     try {
-      await connection.query(sql);
+      const [rows] = await connection.query(sql);
+      return (Array.isArray(rows) ? rows : []) as T[];
     } finally {
       await connection.end();
     }

@@ -37,11 +37,15 @@ export interface StartOptions {
   redis?: Redis;
   /** `false`: leave the fresh database empty, as MIGRATE_ON_START=false finds it before `platform migrate`. */
   migrate?: boolean;
+  /** A fresh database on this server instead of the suite's (a root URL without a database: `mariadb://root@127.0.0.1:3307`). */
+  mariadbServer?: string;
+  /** A read replica (src/db/read-replica.ts), as DATABASE_READ_URL makes one. */
+  readReplica?: { readonly current: DataSource | undefined };
 }
 
 /** The real app on a fresh database, with a clock the test moves and its logs captured. */
 export async function startPlatform(options: StartOptions = {}): Promise<TestPlatform> {
-  const database = await freshDatabase();
+  const database = await freshDatabase(options.mariadbServer);
   const config = loadConfig({
     PLATFORM_DEPLOYMENT: 'self-hosted',
     LOG_LEVEL: 'debug',
@@ -62,7 +66,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<TestPla
   });
   recordLogs('platform', logs);
   const clock = options.clock ?? new ManualClock(Date.now());
-  const platform = buildApp({ config, dataSource, clock, logger: createLogger(config.logLevel, sink), redis: options.redis });
+  const platform = buildApp({ config, dataSource, clock, logger: createLogger(config.logLevel, sink), redis: options.redis, readReplica: options.readReplica });
   // Every secret the service hands out, whichever way a test reads it: answers and mails.
   const send = platform.services.mailer.send.bind(platform.services.mailer);
   platform.services.mailer.send = async (mail) => {

@@ -293,6 +293,26 @@ describe('REDIS_MODE and REDIS_URL', () => {
   });
 });
 
+describe('DATABASE_READ_URL', () => {
+  it('takes a MySQL or MariaDB replica of a MySQL or MariaDB primary', () => {
+    const config = loadConfig({ DATABASE_URL: 'mariadb://app:secret@primary.db:3306/platform', DATABASE_READ_URL: 'mariadb://reader:other@replica.db:3306/platform' });
+    expect(config.databaseRead).toEqual({ kind: 'mysql', flavour: 'mariadb', location: 'mysql://reader:other@replica.db:3306/platform' });
+    expect(loadConfig({ DATABASE_URL: 'mysql://app@primary.db/platform' }).databaseRead).toBeUndefined();
+  });
+
+  it('refuses a replica of the embedded SQLite, a SQLite replica, and a malformed URL without showing it', () => {
+    expect(refusal({ DATABASE_READ_URL: 'mariadb://reader:other@replica.db:3306/platform' })).toBe(
+      'DATABASE_READ_URL: needs DATABASE_URL to be MySQL or MariaDB (the replica of that primary)',
+    );
+    expect(refusal({ DATABASE_URL: 'mysql://app@primary.db/platform', DATABASE_READ_URL: 'sqlite:./replica.sqlite' })).toBe(
+      'DATABASE_READ_URL: must be mysql://… or mariadb://… (a read replica of a MySQL or MariaDB primary)',
+    );
+    const malformed = refusal({ DATABASE_URL: 'mysql://app@primary.db/platform', DATABASE_READ_URL: 'postgres://reader:hunter2@replica.db/platform' });
+    expect(malformed).toMatch(/^DATABASE_READ_URL: must start with/);
+    expect(malformed).not.toContain('hunter2');
+  });
+});
+
 describe('parseRedisUrl', () => {
   it('takes several addresses, IPv6, credentials and a database; never shows a password when refusing', () => {
     expect(parseRedisUrl('rediss://user:p%40ss@[::1]:7000,cache.internal/2')).toEqual({

@@ -1,5 +1,6 @@
 import type { AuditTrail } from '../../audit.js';
 import type { DataSource } from 'typeorm';
+import type { Reads } from '../../db/reads.js';
 import type { DpopVerifier } from '../../auth/dpop.js';
 import type { Deployment } from '../../deployment.js';
 import type { RouteDefinition } from '../../http/route.js';
@@ -29,12 +30,12 @@ export interface DevicesModule {
 }
 
 export function createDevicesModule(
-  deps: { dataSource: DataSource; clock: Clock; organisations: OrganisationService; trail?: AuditTrail },
+  deps: { dataSource: DataSource; clock: Clock; organisations: OrganisationService; trail?: AuditTrail; reads?: Reads | undefined },
   settings: TokenLifetimes & DeviceCodeSettings,
 ): DevicesModule {
-  const { dataSource, clock, organisations, trail } = deps;
+  const { dataSource, clock, organisations, trail, reads } = deps;
   // A device works only while the person who approved it is a member of its organisation.
-  const tokens = new DeviceTokenService(dataSource, clock, settings, async (organisationId, personId) => (await organisations.roleOf(organisationId, personId)) !== undefined, trail);
+  const tokens = new DeviceTokenService(dataSource, clock, settings, async (organisationId, personId) => (await organisations.roleOf(organisationId, personId)) !== undefined, trail, reads);
   return {
     store: new DeviceStore(dataSource),
     tokens,

@@ -1,4 +1,5 @@
 import { NO_AUDIT_TRAIL, type AuditActor, type AuditTrail } from '../../audit.js';
+import { primaryReads, type Reads } from '../../db/reads.js';
 import type { DataSource, EntityManager } from 'typeorm';
 import { pairWithinGrace, sealPair } from '../../auth/refresh-grace.js';
 import { ApiError } from '../../errors.js';
@@ -47,6 +48,8 @@ export class DeviceTokenService {
     /** Whether the device's person still belongs to its organisation (checked at every refresh). */
     private readonly isMember: (organisationId: string, personId: string) => Promise<boolean> = async () => true,
     private readonly trail: AuditTrail = NO_AUDIT_TRAIL,
+    /** Where a token is looked up by its hash (src/db/reads.ts): a read replica when it is current, else the primary. */
+    private readonly reads: Reads = primaryReads(dataSource),
   ) {
     this.store = new DeviceStore(dataSource);
   }
@@ -153,7 +156,7 @@ export class DeviceTokenService {
 
   /** The same by the token's stored hash (hex SHA-256), for a caller that already computed it. */
   async resolveAccessTokenHash(tokenHash: string): Promise<{ device: DeviceRecord; expiresAt: Date } | undefined> {
-    const found = await this.store.findAccessToken(tokenHash);
+    const found = await this.reads.credential((manager) => this.store.withManager(manager).findAccessToken(tokenHash));
     if (!found || found.revoked || found.device.revokedAt) return undefined;
     if (found.expiresAt.getTime() <= this.clock.now().getTime()) return undefined;
     return { device: found.device, expiresAt: found.expiresAt };

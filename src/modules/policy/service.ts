@@ -1,3 +1,4 @@
+import type { Reads } from '../../db/reads.js';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
@@ -68,6 +69,11 @@ export interface PolicyServiceOptions {
   latestNumbers?: LatestNumbersCache;
   /** Where each publish and restore leaves its audit row, in the publish's transaction. */
   trail?: AuditTrail;
+  /**
+   * Where the revisions of a scope are read once its newest publish number is known (src/db/reads.ts):
+   * a read replica that already has that publish, else the primary. Default: the primary.
+   */
+  reads?: Reads | undefined;
 }
 
 /**
@@ -200,6 +206,7 @@ function remember<V>(cache: Map<string, V>, key: string, value: V): void {
  */
 export class PolicyService {
   private readonly store: PolicyStore;
+  private readonly reads: Reads | undefined;
   private readonly defaults: PolicyDocument;
   private readonly organisationLayers = new Map<string, OrganisationLayer>();
   private readonly answers = new Map<string, { stamp: string; answer: EffectivePolicy }>();
@@ -220,6 +227,7 @@ export class PolicyService {
     this.latest = options.latestNumbers;
     this.trail = options.trail ?? NO_AUDIT_TRAIL;
     this.store = new PolicyStore(dataSource);
+    this.reads = options.reads;
     const problem = check(validateDocument, defaults, 'defaults');
     // The defaults ship with the code: a broken one is a build mistake, not an operating condition.
     if (problem) throw new Error(`the default policy does not validate: ${problem.message}`);
@@ -418,8 +426,25 @@ export class PolicyService {
     accept: (value: unknown) => { problem: Problem } | { accepted: T },
   ): Promise<{ accepted: T; number: number } | undefined> {
     let below = latest + 1;
+    // Outside a publish's transaction, a replica may answer: the rows numbered up to `latest` never
+    // change, and one that has the row numbered `latest` has every row before it (a scope's numbers
+    // are taken in commit order). The pages after the first come from where the first came from.
+    let source = store;
+    let firstPage: PolicyRevisionRecord[] | undefined;
+    if (store === this.store && this.reads) {
+      const first = await this.reads.settled(
+        async (manager) => {
+          const on = store.withManager(manager);
+          return { on, rows: await on.page(organisationId, projectId, PAGE, below) };
+        },
+        ({ rows }) => rows[0]?.number === latest,
+      );
+      source = first.on;
+      firstPage = first.rows;
+    }
     for (;;) {
-      const rows = await store.page(organisationId, projectId, PAGE, below);
+      const rows = firstPage ?? (await source.page(organisationId, projectId, PAGE, below));
+      firstPage = undefined;
       for (const row of rows) {
         const value = this.parse(row);
         if (value === undefined) continue;

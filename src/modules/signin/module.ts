@@ -1,3 +1,4 @@
+import type { Reads } from '../../db/reads.js';
 import type { AuditTrail } from '../../audit.js';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
@@ -25,6 +26,8 @@ export interface SignInModuleDependencies {
   mailer: Mailer;
   organisations: OrganisationService;
   trail?: AuditTrail;
+  /** Where access tokens are looked up (src/db/reads.ts); default: the primary. */
+  reads?: Reads | undefined;
 }
 
 export interface SignInModuleSettings {
@@ -48,7 +51,7 @@ export interface SignInModule {
 export function createSignInModule(deps: SignInModuleDependencies, settings: SignInModuleSettings): SignInModule {
   const { dataSource, clock } = deps;
   const { config, origin } = settings;
-  const sessions = new CloudSessions(dataSource, clock, config);
+  const sessions = new CloudSessions(dataSource, clock, config, deps.reads);
   const service = new SignInService(dataSource, clock, {
     config,
     origin,

@@ -1,3 +1,4 @@
+import { primaryReads, type Reads } from '../../db/reads.js';
 import type { DataSource, EntityManager } from 'typeorm';
 import { pairWithinGrace, sealPair } from '../../auth/refresh-grace.js';
 import type { Clock } from '../../util/clock.js';
@@ -46,6 +47,8 @@ export class CloudSessions {
     private readonly dataSource: DataSource,
     private readonly clock: Clock,
     private readonly lifetimes: SessionLifetimes,
+    /** Where an access token is looked up by its hash (src/db/reads.ts): a read replica when it is current, else the primary. */
+    private readonly reads: Reads = primaryReads(dataSource),
   ) {
     this.store = new SignInStore(dataSource);
   }
@@ -126,7 +129,7 @@ export class CloudSessions {
 
   /** The session of a current access token by its stored hash (hex SHA-256), with the token's end. */
   async resolveAccessTokenHash(tokenHash: string): Promise<{ session: CloudSessionRecord; expiresAt: Date } | undefined> {
-    const found = await this.store.findAccessToken(tokenHash);
+    const found = await this.reads.credential((manager) => this.store.withManager(manager).findAccessToken(tokenHash));
     if (!found || found.revoked || found.session.endedAt) return undefined;
     if (found.expiresAt.getTime() <= this.clock.now().getTime()) return undefined;
     return { session: found.session, expiresAt: found.expiresAt };
