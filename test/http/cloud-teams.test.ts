@@ -461,6 +461,9 @@ describe('invitations', () => {
     const ids = Object.fromEntries((await listedIds()).map(([id, role]: [string, string]) => [role, id]));
     const withdraw = (by: SignedIn, id: string) => call(platform, 'delete', `/cloud/v1/organisations/${team.id}/invitations/${id}`, as(by));
     expect((await withdraw(team.member, ids.member)).status).toBe(403);
+    // A member, who cannot list the invitations, learns nothing of which ids exist: the same 403.
+    const unknown = await withdraw(team.member, 'inv_nosuchthing000');
+    expect([unknown.status, unknown.body.error]).toEqual([403, 'forbidden']);
     expect((await withdraw(team.admin, ids.owner)).status).toBe(403);
     for (const who of [team.outsider, team.loner]) expect((await withdraw(who, ids.member)).status).toBe(404);
     expect((await withdraw(team.admin, ids.member)).status).toBe(204);

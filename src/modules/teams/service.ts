@@ -335,6 +335,10 @@ export class TeamService {
 
   async withdraw(caller: Caller, organisationId: string, invitationId: string): Promise<void> {
     await this.inTeam(organisationId, caller, async ({ manager, invitations, ability }) => {
+      // The role first, before the look-up: a member, who may not list the team's invitations,
+      // must not learn from 404 against 403 which ids exist (any member's invitation is the one
+      // the fewest roles may not withdraw; the invitation's own role is asked below).
+      TeamService.allow(ability, 'delete', 'Invitation', { organisationId, role: 'member', email: '' }, 'only owners and admins withdraw invitations');
       const invitation = await invitations.findById(invitationId, { lock: true });
       if (!invitation || invitation.organisationId !== organisationId || !this.isOpen(invitation)) throw invitationGone();
       TeamService.allow(ability, 'delete', 'Invitation', { organisationId, role: invitation.role, email: invitation.email }, 'only owners and admins withdraw invitations, and only an owner one to become an owner');
