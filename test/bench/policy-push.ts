@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { WebSocket } from 'ws';
 import { DEFAULT_POLICY } from '../../policies/default-policy.js';
 import { mergeOverride } from '../../src/modules/policy/merge.js';
@@ -9,7 +8,7 @@ import { newId } from '../../src/util/ids.js';
 import { enrol, withSeedingPlatform } from './fixtures.js';
 import { createMariadbDatabase } from './ingest.js';
 import type { BenchProvider } from './oidc-provider.js';
-import { freePort, startChild, type ChildServer } from './servers.js';
+import { freePort, redisProblem, startChild, type ChildServer } from './servers.js';
 
 /**
  * `--only push`: the time from a policy publish to its `policy.changed` message on every
@@ -64,20 +63,6 @@ function latencies(values: number[]): PushLatencies {
   const sorted = [...values].sort((x, y) => x - y);
   const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
   return { samples: sorted.length, p50: at(50), p99: at(99), max: sorted.at(-1) ?? 0 };
-}
-
-async function redisProblem(url: string): Promise<string | undefined> {
-  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2_000, retryStrategy: () => null });
-  redis.on('error', () => undefined);
-  try {
-    await redis.connect();
-    await redis.ping();
-    return undefined;
-  } catch (error) {
-    return error instanceof Error ? error.message : String(error);
-  } finally {
-    redis.disconnect();
-  }
 }
 
 interface BenchWorkbench {

@@ -2,14 +2,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { Redis } from 'ioredis';
 import { WebSocket } from 'ws';
 import { MembershipEntity, PersonEntity } from '../../src/modules/organisation/entities.js';
 import { systemClock } from '../../src/util/clock.js';
 import { newId } from '../../src/util/ids.js';
 import { enrol, withSeedingPlatform } from './fixtures.js';
 import { createMariadbDatabase } from './ingest.js';
-import { freePort, startChild, type ChildServer } from './servers.js';
+import { freePort, redisProblem, startChild, type ChildServer } from './servers.js';
 
 /**
  * The relay part of `npm run bench`: MCP `tools/call` round trips through the platform, from a
@@ -199,20 +198,6 @@ async function echoLoad(url: string, inFlight: number, seconds: number): Promise
   return { roundTripsPerSecond: latencies.length / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), total: latencies.length };
 }
 
-async function redisReachable(url: string): Promise<string | undefined> {
-  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2_000, retryStrategy: () => null });
-  redis.on('error', () => undefined);
-  try {
-    await redis.connect();
-    await redis.ping();
-    return undefined;
-  } catch (error) {
-    return error instanceof Error ? error.message : String(error);
-  } finally {
-    redis.disconnect();
-  }
-}
-
 export async function runRelayBench(options: RelayBenchOptions, which: { ceiling: boolean; single: boolean; replicas: boolean }): Promise<RelayResult[]> {
   const results: RelayResult[] = [];
   const phase = async (measure: (seconds: number) => Promise<{ measurement: RoundTrips; problem?: string }>) => {
@@ -272,10 +257,10 @@ export async function runRelayBench(options: RelayBenchOptions, which: { ceiling
   if (which.replicas) {
     process.stdout.write('relay two replicas: ');
     const name = 'platform, two replicas (Redis)';
-    const redisProblem = await redisReachable(options.redis);
-    const made = redisProblem ? {} : await createMariadbDatabase(options.mariadb);
-    if (redisProblem || !made.database) {
-      const skipped = redisProblem ? `Redis at ${options.redis} is not reachable (${redisProblem})` : `MariaDB is not reachable (${made.unreachable})`;
+    const redisDown = await redisProblem(options.redis);
+    const made = redisDown ? {} : await createMariadbDatabase(options.mariadb);
+    if (redisDown || !made.database) {
+      const skipped = redisDown ? `Redis at ${options.redis} is not reachable (${redisDown})` : `MariaDB is not reachable (${made.unreachable})`;
       results.push({ name, skipped });
       options.log(`SKIPPED: ${skipped}`);
       process.stderr.write(`bench: ${name} SKIPPED: ${skipped}\n`);

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
 
 /**
  * The servers under test run in child processes, one Node process each, so the load generator
@@ -143,4 +144,19 @@ export async function startChild(options: StartOptions): Promise<ChildServer> {
   }
   server.kill();
   throw new Error(`${options.name} was not ready in time (${lastProblem})\n${stderr}`);
+}
+
+/** Why Redis at `url` cannot be used for a part of the bench, or undefined when it answers PING. */
+export async function redisProblem(url: string): Promise<string | undefined> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2_000, retryStrategy: () => null });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    await redis.ping();
+    return undefined;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  } finally {
+    redis.disconnect();
+  }
 }

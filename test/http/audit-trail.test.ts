@@ -1,3 +1,4 @@
+import { auditRowsDuring, type StoredAuditRow } from '../support/audit-rows.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
@@ -55,43 +56,10 @@ afterAll(async () => {
   await platform.close();
 });
 
-interface StoredRow {
-  organisationId: string;
-  actorKind: string;
-  actorPersonId: string | null;
-  actorDeviceId: string | null;
-  action: string;
-  target: Record<string, unknown>;
-  sourceAddress: string | null;
-  userAgent: string | null;
-  requestId: string | null;
-}
-
-async function highestRowId(): Promise<number> {
-  const [row] = await platform.dataSource.query<{ top: number | string | null }[]>('SELECT MAX(row_id) AS top FROM audit_log');
-  return Number(row?.top ?? 0);
-}
+type StoredRow = StoredAuditRow;
 
 /** The rows written while `change` ran, as stored. */
-async function rowsDuring(change: () => Promise<unknown>): Promise<StoredRow[]> {
-  const from = await highestRowId();
-  await change();
-  const rows = await platform.dataSource.query<Record<string, unknown>[]>(
-    'SELECT organisation_id, actor_kind, actor_person_id, actor_device_id, action, target, source_address, user_agent, request_id FROM audit_log WHERE row_id > ? ORDER BY row_id',
-    [from],
-  );
-  return rows.map((row) => ({
-    organisationId: row.organisation_id as string,
-    actorKind: row.actor_kind as string,
-    actorPersonId: row.actor_person_id as string | null,
-    actorDeviceId: row.actor_device_id as string | null,
-    action: row.action as string,
-    target: JSON.parse(row.target as string) as Record<string, unknown>,
-    sourceAddress: row.source_address as string | null,
-    userAgent: row.user_agent as string | null,
-    requestId: row.request_id as string | null,
-  }));
-}
+const rowsDuring = (change: () => Promise<unknown>): Promise<StoredRow[]> => auditRowsDuring(platform.dataSource, change);
 
 /** One row, by the owner, through a request of the API: the request's facts with it. */
 function expectOneRow(rows: StoredRow[], action: string, target: Record<string, unknown>, requestId?: string): void {

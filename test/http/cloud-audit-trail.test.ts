@@ -1,3 +1,4 @@
+import { auditRowsDuring } from '../support/audit-rows.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { bearer, buildTeam, emailSignIn, inviteTo, startCloud, type CloudPlatform, type SignedIn } from '../support/cloud.js';
 import { call } from '../support/platform.js';
@@ -18,35 +19,10 @@ beforeAll(async () => {
 });
 afterAll(() => platform.close());
 
-interface StoredRow {
-  organisationId: string;
-  actorKind: string;
-  actorPersonId: string | null;
-  action: string;
-  target: Record<string, unknown>;
-  requestId: string | null;
-}
-
-async function highestRowId(): Promise<number> {
-  const [row] = await platform.dataSource.query<{ top: number | string | null }[]>('SELECT MAX(row_id) AS top FROM audit_log');
-  return Number(row?.top ?? 0);
-}
-
-async function rowsDuring(change: () => Promise<unknown>): Promise<StoredRow[]> {
-  const from = await highestRowId();
-  await change();
-  const rows = await platform.dataSource.query<Record<string, unknown>[]>(
-    'SELECT organisation_id, actor_kind, actor_person_id, action, target, request_id FROM audit_log WHERE row_id > ? ORDER BY row_id',
-    [from],
-  );
-  return rows.map((row) => ({
-    organisationId: row.organisation_id as string,
-    actorKind: row.actor_kind as string,
-    actorPersonId: row.actor_person_id as string | null,
-    action: row.action as string,
-    target: JSON.parse(row.target as string) as Record<string, unknown>,
-    requestId: row.request_id as string | null,
-  }));
+/** The rows written while `change` ran, in the fields these tests compare. */
+async function rowsDuring(change: () => Promise<unknown>) {
+  const rows = await auditRowsDuring(platform.dataSource, change);
+  return rows.map(({ organisationId, actorKind, actorPersonId, action, target, requestId }) => ({ organisationId, actorKind, actorPersonId, action, target, requestId }));
 }
 
 const by = (person: SignedIn, organisationId: string, action: string, target: Record<string, unknown>) => ({
