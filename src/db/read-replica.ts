@@ -31,6 +31,14 @@ import type { Reads } from './reads.js';
  * **Failures.** A replica that fails is left alone for `retryMs` (the primary answers meanwhile),
  * and the failure is logged once per outage; it never fails a request or the readiness probe.
  */
+/** The driver's error code (`ECONNREFUSED`, `ER_ACCESS_DENIED_ERROR`), or the message's first line: never the URL. */
+function failureReason(error: unknown): string {
+  const found = error as { code?: unknown; driverError?: { code?: unknown } };
+  const code = found.driverError?.code ?? found.code;
+  if (typeof code === 'string') return code;
+  return error instanceof Error ? (error.message.split('\n')[0] ?? error.name) : String(error);
+}
+
 export interface ReadReplicaOptions {
   /** How long a counter reading is trusted (default 1 s, the bound the spec promises for revocations seen through the counter). */
   counterMaxAgeMs?: number;
@@ -146,8 +154,7 @@ export class ReplicaReads implements Reads {
     this.applied = undefined;
     if (this.failing) return;
     this.failing = true;
-    const reason = error instanceof Error ? (error as { code?: string }).code ?? error.message.split('\n')[0] : String(error);
-    this.logger.warn({ dependency: 'database-read', reason }, 'the read replica (DATABASE_READ_URL) failed: reading from the primary, trying it again in a few seconds');
+    this.logger.warn({ dependency: 'database-read', reason: failureReason(error) }, 'the read replica (DATABASE_READ_URL) failed: reading from the primary, trying it again in a few seconds');
   }
 
   private recovered(): void {
@@ -187,8 +194,7 @@ export class ReplicaConnection {
     } catch (error) {
       this.attempts += 1;
       if (this.attempts === 1) {
-        const reason = (error as { code?: string }).code ?? (error instanceof Error ? error.message.split('\n')[0] : String(error));
-        this.logger.warn({ dependency: 'database-read', reason }, 'cannot reach the read replica (DATABASE_READ_URL): reading from the primary, still trying');
+        this.logger.warn({ dependency: 'database-read', reason: failureReason(error) }, 'cannot reach the read replica (DATABASE_READ_URL): reading from the primary, still trying');
       }
       if (!this.stopped) {
         this.timer = setTimeout(() => void this.start(), this.retryMs);

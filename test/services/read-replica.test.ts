@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createLogger } from '../../src/logger.js';
@@ -12,6 +13,8 @@ import { ManualClock } from '../../src/util/clock.js';
 import { createPerson, deviceHeaders, enrolDevice, type EnrolledDevice } from '../support/devices.js';
 import type { TestIdentityProvider } from '../support/idp.js';
 import { MariaDbServer } from '../support/mariadb-server.js';
+import { freePort } from '../support/redis-server.js';
+import { LoggedService } from '../support/service-process.js';
 import { personHeaders, twoOrganisations } from '../support/organisations.js';
 import { call, startPlatform, type TestPlatform } from '../support/platform.js';
 import { mintSession, startCloud } from '../support/cloud.js';
@@ -208,6 +211,11 @@ describe('DATABASE_READ_URL on a MariaDB replica', () => {
     const person = await createPerson(platform, organisationId);
     const device = await enrolDevice(platform, { organisationId, personId: person.id });
     await replicaCaughtUp();
+    // A second on: the counters are read again (the replica was seen behind by the test before).
+    clock.advance(1_000);
+    const inUse = await readsOf('replica', 'credential');
+    expect((await policyAs(device)).status).toBe(200);
+    expect((await readsOf('replica', 'credential')) - inUse).toBe(1);
     await replica.stop();
     try {
       const primaryBefore = await readsOf('primary', 'credential');
@@ -225,6 +233,7 @@ describe('DATABASE_READ_URL on a MariaDB replica', () => {
     // Said once, with the reason and never the URL (it holds the reader's password).
     const warnings = platform.logs.filter((line) => line.dependency === 'database-read' && line.level === 40);
     expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.reason).toBe('ECONNREFUSED');
     expect(JSON.stringify(warnings)).not.toContain('read-only-password');
     expect(platform.logs.filter((line) => line.dependency === 'database-read' && line.level === 30)).toHaveLength(1);
   });
@@ -262,6 +271,50 @@ describe('DATABASE_READ_URL on a MariaDB replica', () => {
     } finally {
       await cloudConnection?.stop();
       await cloud.close();
+    }
+  });
+
+  it('is opened by the service process itself: a replica it cannot reach is waited for beside the service, never in its way', async () => {
+    const person = await createPerson(platform, organisationId);
+    const device = await enrolDevice(platform, { organisationId, personId: person.id });
+    await replicaCaughtUp();
+    const get = (port: number, path: string, headers: Record<string, string>) =>
+      new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port, path, headers: { Host: host, ...headers } }, (res) => {
+          let text = '';
+          res.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    const env = (readUrl: string) => ({
+      DATABASE_URL: `mariadb://root@127.0.0.1:${primary.port}/${databaseName}`,
+      DATABASE_READ_URL: readUrl,
+      MIGRATE_ON_START: 'false',
+      PLATFORM_BOOTSTRAP_LOCALHOST: 'false',
+      AUTH_CACHE_MAX_ENTRIES: '0',
+    });
+    const closedPort = await freePort();
+    const unreachable = new LoggedService(env(`mariadb://reader:read-only-password@127.0.0.1:${closedPort}/${databaseName}`));
+    try {
+      const port = await unreachable.port();
+      expect((await get(port, '/policy/v1', await deviceHeaders(device, 'GET', `http://${host}/policy/v1`))).status).toBe(200);
+      const warning = await unreachable.until(() => unreachable.lines.find((line) => line.dependency === 'database-read'), 'the replica warning');
+      expect(warning).toMatchObject({ level: 40, reason: 'ECONNREFUSED' });
+      expect(unreachable.raw.join('\n')).not.toContain('read-only-password');
+    } finally {
+      await unreachable.stop();
+    }
+    const reaching = new LoggedService(env(`mariadb://reader:read-only-password@127.0.0.1:${replica.port}/${databaseName}`));
+    try {
+      const port = await reaching.port();
+      await reaching.until(() => reaching.lines.find((line) => line.dependency === 'database-read' && line.level === 30), 'the replica connected');
+      expect((await get(port, '/policy/v1', await deviceHeaders(device, 'GET', `http://${host}/policy/v1`))).status).toBe(200);
+      const metrics = await get(port, '/metrics', {});
+      expect(metrics.text).toMatch(/^platform_database_reads_total\{server="replica",kind="credential"\} 1$/m);
+    } finally {
+      await reaching.stop();
     }
   });
 });
