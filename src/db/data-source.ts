@@ -99,4 +99,3 @@ export function createReadDataSource(database: DatabaseConfig): DataSource {
   if (options.type !== 'mysql' && options.type !== 'mariadb') throw new ConfigError('DATABASE_READ_URL', 'must be a MySQL or MariaDB database');
   return new DataSource({ ...options, migrations: [], subscribers: [], migrationsRun: false });
 }
-

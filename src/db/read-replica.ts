@@ -7,6 +7,27 @@ import type { Clock } from '../util/clock.js';
 import { SingleFlight } from '../util/single-flight.js';
 import type { Reads } from './reads.js';
 
+/** The driver's error code (`ECONNREFUSED`, `ER_ACCESS_DENIED_ERROR`), or the message's first line: never the URL. */
+function failureReason(error: unknown): string {
+  const found = error as { code?: unknown; driverError?: { code?: unknown } };
+  const code = found.driverError?.code ?? found.code;
+  if (typeof code === 'string') return code;
+  return error instanceof Error ? (error.message.split('\n')[0] ?? error.name) : String(error);
+}
+
+export interface ReadReplicaOptions {
+  /** How long a counter reading is trusted (default 1 s, the bound the spec promises for revocations seen through the counter). */
+  counterMaxAgeMs?: number;
+  /** How long a failed replica is left alone (default 5 s). */
+  retryMs?: number;
+}
+
+/** Reads answered, by server and kind (`platform_database_reads_total`). */
+export interface ReadCounts {
+  replica: { credential: number; settled: number };
+  primary: { credential: number; settled: number };
+}
+
 /**
  * The reads of `src/db/reads.ts` on a MySQL/MariaDB read replica (`DATABASE_READ_URL`), with the
  * primary behind every one of them.
@@ -31,27 +52,6 @@ import type { Reads } from './reads.js';
  * **Failures.** A replica that fails is left alone for `retryMs` (the primary answers meanwhile),
  * and the failure is logged once per outage; it never fails a request or the readiness probe.
  */
-/** The driver's error code (`ECONNREFUSED`, `ER_ACCESS_DENIED_ERROR`), or the message's first line: never the URL. */
-function failureReason(error: unknown): string {
-  const found = error as { code?: unknown; driverError?: { code?: unknown } };
-  const code = found.driverError?.code ?? found.code;
-  if (typeof code === 'string') return code;
-  return error instanceof Error ? (error.message.split('\n')[0] ?? error.name) : String(error);
-}
-
-export interface ReadReplicaOptions {
-  /** How long a counter reading is trusted (default 1 s, the bound the spec promises for revocations seen through the counter). */
-  counterMaxAgeMs?: number;
-  /** How long a failed replica is left alone (default 5 s). */
-  retryMs?: number;
-}
-
-/** Reads answered, by server and kind (`platform_database_reads_total`). */
-export interface ReadCounts {
-  replica: { credential: number; settled: number };
-  primary: { credential: number; settled: number };
-}
-
 export class ReplicaReads implements Reads {
   readonly counts: ReadCounts = { replica: { credential: 0, settled: 0 }, primary: { credential: 0, settled: 0 } };
   private readonly counterMaxAgeMs: number;
