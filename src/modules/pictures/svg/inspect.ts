@@ -1,5 +1,5 @@
 import { checkDeclarations, checkStyleValue, checkStylesheet } from './css.js';
-import { SVG_NAMESPACE, type XmlAttribute, type XmlDocument, type XmlElement } from './parse.js';
+import { SVG_NAMESPACE, type XmlAttribute, type XmlDocument, type XmlElement, type XmlNode } from './parse.js';
 import { dataMediaType, referenceProblem } from './references.js';
 import { SvgRefusal, shown } from './refusal.js';
 import {
@@ -44,19 +44,23 @@ export interface ElementSignature {
 }
 
 /**
- * One visited element: its signature, and where it is (its parent and its one-based number among
- * same-named siblings); the path is written out only for a message.
+ * One visited element: its signature, and where it is (its parent, its depth, its place in
+ * document order and how many elements its subtree holds); the path is written out only for a
+ * message.
  */
 class Frame implements ElementSignature {
   readonly name: string;
   readonly uri: string;
   readonly attributes: readonly XmlAttribute[];
   styleText: string | undefined = undefined;
+  /** Its place among all elements, in document order (set when visited). */
+  index = -1;
+  /** The elements of its subtree, itself included (counted after the walk). */
+  size = 1;
 
   constructor(
     readonly element: XmlElement,
     readonly parent: Frame | undefined,
-    readonly number: number,
     readonly depth: number,
   ) {
     this.name = element.name;
@@ -64,10 +68,20 @@ class Frame implements ElementSignature {
     this.attributes = element.attributes;
   }
 
+  /** Its one-based number among its parent's children of the same name. */
+  private number(): number {
+    let count = 0;
+    for (const sibling of this.parent?.element.children ?? []) {
+      if (sibling.type === 'element' && sibling.name === this.name) count += 1;
+      if (sibling === this.element) break;
+    }
+    return count;
+  }
+
   path(): string {
     const labels: string[] = [];
-    labels.push(this.parent ? `${this.name}[${this.number}]` : 'svg');
-    for (let at = this.parent; at; at = at.parent) labels.push(at.parent ? `${at.name}[${at.number}]` : 'svg');
+    labels.push(this.parent ? `${this.name}[${this.number()}]` : 'svg');
+    for (let at = this.parent; at; at = at.parent) labels.push(at.parent ? `${at.name}[${at.number()}]` : 'svg');
     labels.reverse();
     // A deep path keeps its ends: where it starts and the last few steps.
     if (labels.length > 12) labels.splice(3, labels.length - 9, '…');
@@ -96,11 +110,7 @@ interface Expansion {
 function checkUseExpansion(root: XmlElement, ids: ReadonlyMap<string, XmlElement>): void {
   const drawn = new Map<XmlElement, number>();
   const open = new Set<XmlElement>();
-  const targetOf = (element: XmlElement): XmlElement | undefined => {
-    if (element.name !== 'use') return undefined;
-    const href = element.attributes.find((attribute) => attribute.name === 'href' || attribute.name === 'xlink:href')?.value;
-    return href === undefined ? undefined : ids.get(href.trim().slice(1));
-  };
+  const targetOf = (element: XmlElement): XmlElement | undefined => (element.name === 'use' ? targetOfUse(element, ids) : undefined);
   const stack: Expansion[] = [{ element: root, next: undefined }];
   while (stack.length > 0) {
     const top = stack[stack.length - 1] as Expansion;
@@ -129,6 +139,79 @@ function checkUseExpansion(root: XmlElement, ids: ReadonlyMap<string, XmlElement
     if (total > MAX_DRAWN_ELEMENTS) throw tooManyDrawn();
     drawn.set(element, total);
   }
+}
+
+/** The element a `<use>` draws, by its id. */
+function targetOfUse<T>(element: XmlElement, ids: ReadonlyMap<string, T>): T | undefined {
+  const href = element.attributes.find((attribute) => attribute.name === 'href' || attribute.name === 'xlink:href')?.value;
+  return href === undefined ? undefined : ids.get(href.trim().slice(1));
+}
+
+/**
+ * The same count as `checkUseExpansion`, without walking the tree again: what an element draws is
+ * its subtree's elements plus, for each `<use>` in that subtree, what the `<use>`'s target draws;
+ * a subtree is a run of `signatures` (document order), so its `<use>`s are a run of `uses`. Only
+ * targets are visited (depth first, each once, with memory). True when the picture draws at most
+ * MAX_DRAWN_ELEMENTS elements without a loop; false on a loop, on too many, and when the quick
+ * count would take more steps than a few per `<use>` (nested targets), for `checkUseExpansion` to
+ * decide: the answer is never true where that one refuses.
+ */
+function drawnFits(signatures: readonly Frame[], uses: readonly Frame[], ids: ReadonlyMap<string, Frame>): boolean {
+  for (let index = signatures.length - 1; index > 0; index--) {
+    const frame = signatures[index] as Frame;
+    (frame.parent as Frame).size += frame.size;
+  }
+  const drawn = new Map<Frame, number>();
+  const open = new Set<Frame>();
+  /** The first `<use>` at or after a place in document order (`uses` is in document order). */
+  const firstUseFrom = (place: number): number => {
+    let low = 0;
+    let high = uses.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if ((uses[middle] as Frame).index < place) low = middle + 1;
+      else high = middle;
+    }
+    return low;
+  };
+  interface Step {
+    frame: Frame;
+    /** The next `<use>` of its subtree to add. */
+    use: number;
+    total: number;
+  }
+  let budget = 4 * uses.length + 16;
+  const root = signatures[0] as Frame;
+  const stack: Step[] = [{ frame: root, use: 0, total: root.size }];
+  open.add(root);
+  while (stack.length > 0) {
+    const step = stack[stack.length - 1] as Step;
+    const end = step.frame.index + step.frame.size;
+    let descended = false;
+    while (step.use < uses.length && (uses[step.use] as Frame).index < end) {
+      if (--budget < 0) return false;
+      const target = targetOfUse((uses[step.use] as Frame).element, ids);
+      if (target !== undefined) {
+        if (open.has(target)) return false;
+        const known = drawn.get(target);
+        if (known === undefined) {
+          open.add(target);
+          stack.push({ frame: target, use: firstUseFrom(target.index), total: target.size });
+          descended = true;
+          break;
+        }
+        step.total += known;
+        if (step.total > MAX_DRAWN_ELEMENTS) return false;
+      }
+      step.use += 1;
+    }
+    if (descended) continue;
+    if (step.total > MAX_DRAWN_ELEMENTS) return false;
+    stack.pop();
+    open.delete(step.frame);
+    drawn.set(step.frame, step.total);
+  }
+  return true;
 }
 
 function idOf(element: XmlElement): string | undefined {
@@ -204,11 +287,9 @@ export function inspectTree(document: XmlDocument): ElementSignature[] {
   if (root.name !== 'svg') throw new SvgRefusal('invalid_svg', 'the document must be one <svg> element', '/');
 
   const signatures: Frame[] = [];
-  const ids = new Map<string, XmlElement>();
-  let uses = 0;
-  const stack: Frame[] = [new Frame(root, undefined, 1, 1)];
-  const counts = new Map<string, number>();
-  const next: Frame[] = [];
+  const ids = new Map<string, Frame>();
+  const uses: Frame[] = [];
+  const stack: Frame[] = [new Frame(root, undefined, 1)];
   while (stack.length > 0) {
     const frame = stack.pop() as Frame;
     const { element } = frame;
@@ -217,11 +298,12 @@ export function inspectTree(document: XmlDocument): ElementSignature[] {
     if (element.uri !== SVG_NAMESPACE) throw new SvgRefusal('unsafe_svg', `<${element.name}> is not in the SVG namespace (${shown(element.uri)})`, frame.path());
     if (frame.depth > MAX_ELEMENT_DEPTH) throw new SvgRefusal('unsafe_svg', `elements nested deeper than ${MAX_ELEMENT_DEPTH} are not allowed`, frame.path());
     for (const attribute of element.attributes) checkAttribute(frame, attribute);
+    frame.index = signatures.length;
     signatures.push(frame);
-    if (element.name === 'use') uses += 1;
+    if (element.name === 'use') uses.push(frame);
     const id = idOf(element);
     // A repeated id refers to its first element, as getElementById answers.
-    if (id !== undefined && !ids.has(id)) ids.set(id, element);
+    if (id !== undefined && !ids.has(id)) ids.set(id, frame);
 
     if (TEXT_ONLY_ELEMENTS.has(element.name)) {
       const text = checkTextOnly(frame);
@@ -232,22 +314,20 @@ export function inspectTree(document: XmlDocument): ElementSignature[] {
       }
       continue;
     }
-    counts.clear();
-    next.length = 0;
-    for (const child of element.children) {
-      if (child.type !== 'element') continue;
-      const count = (counts.get(child.name) ?? 0) + 1;
-      counts.set(child.name, count);
-      next.push(new Frame(child, frame, count, frame.depth + 1));
-    }
     // Last pushed, first taken: push in reverse so elements are visited in document order.
-    for (let index = next.length - 1; index >= 0; index--) stack.push(next[index] as Frame);
+    const children = element.children;
+    for (let index = children.length - 1; index >= 0; index--) {
+      const child = children[index] as XmlNode;
+      if (child.type === 'element') stack.push(new Frame(child, frame, frame.depth + 1));
+    }
   }
   // Without a <use>, each element is drawn once: the count is the number of elements.
-  if (uses === 0) {
+  if (uses.length === 0) {
     if (signatures.length > MAX_DRAWN_ELEMENTS) throw tooManyDrawn();
-  } else {
-    checkUseExpansion(root, ids);
+  } else if (!drawnFits(signatures, uses, ids)) {
+    // A loop, too many, or a shape the quick count does not take on: the full count refuses it
+    // with its own reason, or passes it.
+    checkUseExpansion(root, new Map([...ids].map(([id, frame]) => [id, frame.element])));
   }
   return signatures;
 }
