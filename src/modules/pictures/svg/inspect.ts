@@ -1,4 +1,4 @@
-import { checkDeclarations, checkStyleValue, checkStylesheet } from './css.js';
+import { checkDeclarations, checkStyleValue, checkStylesheet, mayHoldFunction } from './css.js';
 import { SVG_NAMESPACE, type XmlAttribute, type XmlDocument, type XmlElement, type XmlNode } from './parse.js';
 import { dataMediaType, referenceProblem } from './references.js';
 import { SvgRefusal, shown } from './refusal.js';
@@ -88,6 +88,9 @@ class Frame implements ElementSignature {
     return `/${labels.join('/')}`;
   }
 }
+
+/** The attributes every allowed element may carry (one look-up for the four lists of rules.ts). */
+const ATTRIBUTES_OF_EVERY_ELEMENT: ReadonlySet<string> = new Set([...CORE_ATTRIBUTES, ...CONDITIONAL_ATTRIBUTES, ...PRESENTATION_ATTRIBUTES, ...GEOMETRY_ATTRIBUTES]);
 
 const ANIMATION_ELEMENTS = new Set(['animate', 'animateMotion', 'animateTransform', 'set']);
 
@@ -228,6 +231,18 @@ function refuseAttribute(frame: Frame, name: string, reason: string): never {
   throw new SvgRefusal('unsafe_svg', reason, `${frame.path()}/@${name}`);
 }
 
+/** An element's place, written out only for a message. (Made here, not in the walk: a closure
+ * there would cost every element its captured variables.) */
+function elementPlace(frame: Frame): () => string {
+  return () => frame.path();
+}
+
+/** An attribute's place, written out only for a message. (Made here, not in checkAttribute: a
+ * closure there would cost every attribute its captured variables, checked or not.) */
+function attributePlace(frame: Frame, name: string): () => string {
+  return () => `${frame.path()}/@${name}`;
+}
+
 function checkAttribute(frame: Frame, attribute: XmlAttribute): void {
   const { element } = frame;
   const { name, value } = attribute;
@@ -251,22 +266,20 @@ function checkAttribute(frame: Frame, attribute: XmlAttribute): void {
   const isFree = (name.startsWith('data-') && DATA_ATTRIBUTE.test(name)) || (name.startsWith('aria-') && ARIA_ATTRIBUTE.test(name));
   const allowed =
     isFree ||
-    CORE_ATTRIBUTES.has(name) ||
-    CONDITIONAL_ATTRIBUTES.has(name) ||
-    PRESENTATION_ATTRIBUTES.has(name) ||
-    GEOMETRY_ATTRIBUTES.has(name) ||
+    ATTRIBUTES_OF_EVERY_ELEMENT.has(name) ||
     (ANIMATION_ELEMENTS.has(element.name) && ANIMATION_ATTRIBUTES.has(name)) ||
     (element.name === 'a' && LINK_ATTRIBUTES.has(name));
   if (!allowed) refuseAttribute(frame, name, `the attribute ${name} is not allowed on <${element.name}>`);
   if (isFree) return;
   if (name === 'style') {
-    checkDeclarations(value, () => `${frame.path()}/@style`);
+    checkDeclarations(value, attributePlace(frame, name));
     return;
   }
   if (name === 'target' && !LINK_TARGETS.has(value)) refuseAttribute(frame, name, `a link target ${shown(value)} is not allowed (only _self and _top)`);
   if (name === 'attributeName' && !ANIMATABLE_ATTRIBUTES.has(value)) refuseAttribute(frame, name, `animating ${shown(value)} is not allowed (only presentation and geometry attributes)`);
   if (element.name === 'style' && name === 'type' && !STYLE_TYPES.has(value.trim().toLowerCase())) refuseAttribute(frame, name, `a style sheet of type ${shown(value)} is not allowed`);
-  if (!TEXT_ATTRIBUTES.has(name)) checkStyleValue(value, () => `${frame.path()}/@${name}`);
+  // (A value without a function or an escape passes checkStyleValue at once: no place is made for it.)
+  if (!TEXT_ATTRIBUTES.has(name) && mayHoldFunction(value)) checkStyleValue(value, attributePlace(frame, name));
 }
 
 function checkTextOnly(frame: Frame): string {
@@ -309,7 +322,7 @@ export function inspectTree(document: XmlDocument): ElementSignature[] {
       const text = checkTextOnly(frame);
       if (element.name === 'style') {
         if (text.length > MAX_STYLESHEET_LENGTH) throw new SvgRefusal('unsafe_svg', `a style sheet longer than ${MAX_STYLESHEET_LENGTH} characters is not allowed`, frame.path());
-        checkStylesheet(text, () => frame.path());
+        checkStylesheet(text, elementPlace(frame));
         frame.styleText = text;
       }
       continue;

@@ -68,10 +68,12 @@ function prefixesUsed(element: XmlElement, watched: ReadonlySet<string> | undefi
 
 const isWhiteSpace = (node: XmlNode | undefined): boolean => node?.type === 'text' && node.value.trim() === '';
 
+const isRemoved = (child: XmlNode): boolean => child.type === 'comment' || child.type === 'instruction' || (child.type === 'element' && removalOf(child) !== undefined);
+
 /** Removes comments, processing instructions, metadata and editor elements from one element's children. */
 function pruneChildren(element: XmlElement, removed: Set<NormalisedKind>): void {
   // Most elements lose nothing: their children stay as they are.
-  if (!element.children.some((child) => child.type === 'comment' || child.type === 'instruction' || (child.type === 'element' && removalOf(child) !== undefined))) return;
+  if (!element.children.some(isRemoved)) return;
   const kept: XmlNode[] = [];
   const tidy = !TEXT_CONTENT.has(element.local);
   for (const child of element.children) {
