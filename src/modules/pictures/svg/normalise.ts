@@ -115,7 +115,10 @@ function pruneAttributes(element: XmlElement, removed: Set<NormalisedKind>): Xml
   return dropped;
 }
 
-const isPruned = (attribute: XmlAttribute): boolean => EDITOR_NAMESPACES.has(attribute.uri) || METADATA_NAMESPACES.has(attribute.uri) || removableDeclaration(attribute);
+/** Whether pruneAttributes removes an attribute. An unprefixed one (no namespace: most) never is:
+ * the editor and metadata namespaces and a declaration's are never ''. */
+const isPruned = (attribute: XmlAttribute): boolean =>
+  attribute.uri !== '' && (EDITOR_NAMESPACES.has(attribute.uri) || METADATA_NAMESPACES.has(attribute.uri) || removableDeclaration(attribute));
 
 /** `/svg/g[2]/rect[1]`, as the rules name places (one-based among same-named siblings). */
 function pathOf(element: XmlElement, root: XmlElement): string {
