@@ -128,6 +128,11 @@ function isNameCharacter(code: number): boolean {
   return (code >= 0x61 && code <= 0x7a) || (code >= 0x41 && code <= 0x5a) || (code >= 0x30 && code <= 0x39) || code === 0x2d || code === 0x5f || code >= 0x80;
 }
 
+/** Whether checkStyleValue has anything to check in a value: a `(` or a `\\`; without either it passes. */
+export function mayHoldFunction(value: string): boolean {
+  return value.includes('(') || value.includes('\\');
+}
+
 /**
  * A presentation attribute or SMIL value (`fill="url(#g)"`, `transform="rotate(45)"`,
  * `values="url(#a);url(#b)"`). Browsers read these with their CSS parser, so the same functions
@@ -137,7 +142,7 @@ function isNameCharacter(code: number): boolean {
  * name again from each of its characters).
  */
 export function checkStyleValue(value: string, where: Where): void {
-  if (!value.includes('(') && !value.includes('\\')) return;
+  if (!mayHoldFunction(value)) return;
   if (value.includes('\\')) refuse(`a backslash (CSS escape) in ${shown(value)} is not allowed`, where);
   if (value.includes('/*')) refuse(`a CSS comment in ${shown(value)} is not allowed`, where);
   let previous = -1;

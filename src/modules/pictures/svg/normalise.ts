@@ -52,26 +52,28 @@ function removableDeclaration(attribute: XmlAttribute): boolean {
   return attribute.value === SVG_NAMESPACE || EDITOR_NAMESPACES.has(attribute.value) || METADATA_NAMESPACES.has(attribute.value);
 }
 
-/** The prefixes among `watched` that the element's own names use (its name, its attributes'
- * names, name-valued attributes), added to `into`. */
-function prefixesUsed(element: XmlElement, watched: ReadonlySet<string>, into: Set<string>): void {
-  if (element.prefix && watched.has(element.prefix)) into.add(element.prefix);
+/** The prefixes among `watched` (all when undefined) that the element's own names use (its name,
+ * its attributes' names, name-valued attributes), added to `into`. */
+function prefixesUsed(element: XmlElement, watched: ReadonlySet<string> | undefined, into: Set<string>): void {
+  if (element.prefix && (!watched || watched.has(element.prefix))) into.add(element.prefix);
   for (const attribute of element.attributes) {
-    if (attribute.prefix && attribute.prefix !== 'xmlns' && watched.has(attribute.prefix)) into.add(attribute.prefix);
+    if (attribute.prefix && attribute.prefix !== 'xmlns' && (!watched || watched.has(attribute.prefix))) into.add(attribute.prefix);
     if (NAME_VALUED_ATTRIBUTES.has(attribute.name)) {
       const value = attribute.value.trim();
       const colon = value.indexOf(':');
-      if (colon > 0 && watched.has(value.slice(0, colon))) into.add(value.slice(0, colon));
+      if (colon > 0 && (!watched || watched.has(value.slice(0, colon)))) into.add(value.slice(0, colon));
     }
   }
 }
 
 const isWhiteSpace = (node: XmlNode | undefined): boolean => node?.type === 'text' && node.value.trim() === '';
 
+const isRemoved = (child: XmlNode): boolean => child.type === 'comment' || child.type === 'instruction' || (child.type === 'element' && removalOf(child) !== undefined);
+
 /** Removes comments, processing instructions, metadata and editor elements from one element's children. */
 function pruneChildren(element: XmlElement, removed: Set<NormalisedKind>): void {
   // Most elements lose nothing: their children stay as they are.
-  if (!element.children.some((child) => child.type === 'comment' || child.type === 'instruction' || (child.type === 'element' && removalOf(child) !== undefined))) return;
+  if (!element.children.some(isRemoved)) return;
   const kept: XmlNode[] = [];
   const tidy = !TEXT_CONTENT.has(element.local);
   for (const child of element.children) {
@@ -92,26 +94,31 @@ function pruneChildren(element: XmlElement, removed: Set<NormalisedKind>): void 
   element.children = kept;
 }
 
-/** Removes editor and metadata attributes, and the namespace declarations normalisation drops. */
-function pruneAttributes(element: XmlElement, removed: Set<NormalisedKind>): XmlAttribute[] {
-  const dropped: XmlAttribute[] = [];
-  element.attributes = element.attributes.filter((attribute) => {
-    if (EDITOR_NAMESPACES.has(attribute.uri)) {
-      removed.add('editor-data');
-      return false;
-    }
-    if (METADATA_NAMESPACES.has(attribute.uri)) {
-      removed.add('metadata');
-      return false;
-    }
-    if (removableDeclaration(attribute)) {
-      dropped.push(attribute);
-      return false;
-    }
-    return true;
-  });
+/** Removes editor and metadata attributes, and the namespace declarations normalisation drops
+ * (answered, or undefined when none was). Most elements lose nothing: their attributes stay as
+ * they are, without a copy. */
+function pruneAttributes(element: XmlElement, removed: Set<NormalisedKind>): XmlAttribute[] | undefined {
+  const attributes = element.attributes;
+  let first = 0;
+  while (first < attributes.length && !isPruned(attributes[first] as XmlAttribute)) first += 1;
+  if (first === attributes.length) return undefined;
+  const kept = attributes.slice(0, first);
+  let dropped: XmlAttribute[] | undefined;
+  for (let index = first; index < attributes.length; index++) {
+    const attribute = attributes[index] as XmlAttribute;
+    if (EDITOR_NAMESPACES.has(attribute.uri)) removed.add('editor-data');
+    else if (METADATA_NAMESPACES.has(attribute.uri)) removed.add('metadata');
+    else if (removableDeclaration(attribute)) (dropped ??= []).push(attribute);
+    else kept.push(attribute);
+  }
+  element.attributes = kept;
   return dropped;
 }
+
+/** Whether pruneAttributes removes an attribute. An unprefixed one (no namespace: most) never is:
+ * the editor and metadata namespaces and a declaration's are never ''. */
+const isPruned = (attribute: XmlAttribute): boolean =>
+  attribute.uri !== '' && (EDITOR_NAMESPACES.has(attribute.uri) || METADATA_NAMESPACES.has(attribute.uri) || removableDeclaration(attribute));
 
 /** `/svg/g[2]/rect[1]`, as the rules name places (one-based among same-named siblings). */
 function pathOf(element: XmlElement, root: XmlElement): string {
@@ -153,24 +160,37 @@ export function normalise(document: XmlDocument): Normalised {
   if (rootRemoval) throw new SvgRefusal('invalid_svg', 'the document must be one <svg> element', '/');
 
   // First pass, top down: prune every element's children and attributes, noting the namespace
-  // declarations it dropped. Second pass (only when one was dropped), bottom up: the dropped
-  // prefixes each subtree still uses, against the declarations dropped at its top.
-  const order: XmlElement[] = [];
+  // declarations it dropped and every prefix a remaining name uses. Second pass (only when a
+  // dropped declaration's prefix is used by some remaining name), bottom up: the dropped prefixes
+  // each subtree still uses, against the declarations dropped at its top. When no remaining name
+  // uses a dropped prefix, that pass could refuse nothing, and every dropped declaration goes.
   const dropped = new Map<XmlElement, XmlAttribute[]>();
   const watched = new Set<string>();
+  const usedAnywhere = new Set<string>();
   const stack: XmlElement[] = [root];
   while (stack.length > 0) {
     const element = stack.pop() as XmlElement;
-    order.push(element);
     pruneChildren(element, removed);
     const declarations = pruneAttributes(element, removed);
-    if (declarations.length > 0) {
+    if (declarations !== undefined) {
       dropped.set(element, declarations);
       for (const declaration of declarations) watched.add(declaration.local);
     }
+    prefixesUsed(element, undefined, usedAnywhere);
     for (const child of element.children) if (child.type === 'element') stack.push(child);
   }
-  if (dropped.size > 0) {
+  if (dropped.size > 0 && ![...watched].some((prefix) => usedAnywhere.has(prefix))) {
+    removed.add('namespace-declaration');
+  } else if (dropped.size > 0) {
+    // The first pass's order again (the tree no longer changes, so the same walk visits the same
+    // elements in the same order).
+    const order: XmlElement[] = [];
+    stack.push(root);
+    while (stack.length > 0) {
+      const element = stack.pop() as XmlElement;
+      order.push(element);
+      for (const child of element.children) if (child.type === 'element') stack.push(child);
+    }
     const none: ReadonlySet<string> = new Set();
     const scratch = new Set<string>();
     const used = new Map<XmlElement, ReadonlySet<string>>();

@@ -65,14 +65,6 @@ export interface XmlDocument {
   root: XmlElement;
 }
 
-/** saxes' attributes of a tag, in their order (its objects carry exactly the fields of XmlAttribute). */
-function attributesOf(tag: SaxesTagNS): XmlAttribute[] {
-  const attributes: XmlAttribute[] = [];
-  const all = tag.attributes;
-  for (const name in all) attributes.push(all[name] as XmlAttribute);
-  return attributes;
-}
-
 export function parseXml(text: string): XmlDocument {
   const parser = new SaxesParser({ xmlns: true, position: true });
   const byteOrderMark = text.charCodeAt(0) === 0xfeff;
@@ -108,6 +100,12 @@ export function parseXml(text: string): XmlDocument {
     else parent.children.push({ type: 'text', value });
   });
   parser.on('cdata', (value) => append({ type: 'cdata', value }));
+  // saxes' attributes of the tag being read, in their order, as saxes reads them (its objects
+  // carry exactly the fields of XmlAttribute; it adds the namespace before the tag is opened).
+  let attributes: XmlAttribute[] = [];
+  parser.on('attribute', (attribute) => {
+    attributes.push(attribute);
+  });
   parser.on('opentag', (tag: SaxesTagNS) => {
     const element: XmlElement = {
       type: 'element',
@@ -115,9 +113,10 @@ export function parseXml(text: string): XmlDocument {
       prefix: tag.prefix,
       local: tag.local,
       uri: tag.uri,
-      attributes: attributesOf(tag),
+      attributes,
       children: [],
     };
+    attributes = [];
     const parent = stack[stack.length - 1];
     if (parent) parent.children.push(element);
     else if (!root) root = element;
