@@ -123,6 +123,7 @@ export async function runProductionComparison(options: ProductionOptions): Promi
     OIDC_ALLOW_HTTP_LOOPBACK: 'true',
     PLATFORM_BOOTSTRAP_LOCALHOST: 'false',
     RATE_LIMITS_ENABLED: 'false',
+    ...(process.env.BENCH_UV_THREADPOOL_SIZE ? { UV_THREADPOOL_SIZE: process.env.BENCH_UV_THREADPOOL_SIZE } : {}),
   };
   const embeddedEnv = { ...base, DATABASE_URL: `sqlite:${options.workDir}/production-embedded.sqlite` };
   const embeddedSeed = await seedPlatform({ env: embeddedEnv, host: options.host, oidc: options.oidc, ingestDevices: 0, policyDpopJkt: dpopKey.thumbprint });
