@@ -20,6 +20,8 @@ export interface ReadReplicaOptions {
   counterMaxAgeMs?: number;
   /** How long a failed replica is left alone (default 5 s). */
   retryMs?: number;
+  /** A replica read that takes longer counts as a failure and the primary answers (default 500 ms): a replica that hangs never holds a request. */
+  timeoutMs?: number;
 }
 
 /** Reads answered, by server and kind (`platform_database_reads_total`). */
@@ -56,6 +58,7 @@ export class ReplicaReads implements Reads {
   readonly counts: ReadCounts = { replica: { credential: 0, settled: 0 }, primary: { credential: 0, settled: 0 } };
   private readonly counterMaxAgeMs: number;
   private readonly retryMs: number;
+  private readonly timeoutMs: number;
   /** The primary's counter, the generation it was read in, and when. */
   private required: { value: number; generation: number; at: number } | undefined;
   /** The replica's counter and when it was read. */
@@ -76,6 +79,7 @@ export class ReplicaReads implements Reads {
   ) {
     this.counterMaxAgeMs = options.counterMaxAgeMs ?? 1_000;
     this.retryMs = options.retryMs ?? 5_000;
+    this.timeoutMs = options.timeoutMs ?? 500;
   }
 
   async credential<T>(read: (manager: EntityManager) => Promise<T | null>): Promise<T | null> {
@@ -121,7 +125,7 @@ export class ReplicaReads implements Reads {
     if (applied && applied.value < required.value && now - applied.at < Math.min(100, this.counterMaxAgeMs)) return false;
     const value = await this.readings.run('replica', async () => {
       try {
-        return await readRevocationCounter(this.connection.current as DataSource, { throwing: true });
+        return await this.bounded(readRevocationCounter(this.connection.current as DataSource, { throwing: true }));
       } catch (error) {
         this.failed(error);
         return undefined;
@@ -140,13 +144,23 @@ export class ReplicaReads implements Reads {
   /** The read on the replica; undefined when it failed (then left alone a while). */
   private async onReplica<T>(read: (manager: EntityManager) => Promise<T>): Promise<T | undefined> {
     try {
-      const answer = await read((this.connection.current as DataSource).manager);
+      const answer = await this.bounded(read((this.connection.current as DataSource).manager));
       this.recovered();
       return answer;
     } catch (error) {
       this.failed(error);
       return undefined;
     }
+  }
+
+  /** The read, or a failure once it has taken `timeoutMs` (the query itself may still finish: its answer is not used). */
+  private bounded<T>(read: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(Object.assign(new Error('the read replica did not answer in time'), { code: 'TIMEOUT' })), this.timeoutMs);
+    });
+    read.catch(() => undefined);
+    return Promise.race([read, late]).finally(() => clearTimeout(timer));
   }
 
   private failed(error: unknown): void {

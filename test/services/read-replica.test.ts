@@ -238,6 +238,27 @@ describe('DATABASE_READ_URL on a MariaDB replica', () => {
     expect(platform.logs.filter((line) => line.dependency === 'database-read' && line.level === 30)).toHaveLength(1);
   });
 
+  it('answers from the primary within the replica timeout when the replica hangs', async () => {
+    const person = await createPerson(platform, organisationId);
+    const device = await enrolDevice(platform, { organisationId, personId: person.id });
+    await replicaCaughtUp();
+    clock.advance(10_000);
+    expect((await policyAs(device)).status).toBe(200);
+    replica.freeze(true);
+    try {
+      clock.advance(1_000);
+      const primaryBefore = await readsOf('primary', 'credential');
+      const started = Date.now();
+      expect((await policyAs(device)).status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect((await readsOf('primary', 'credential')) - primaryBefore).toBe(1);
+    } finally {
+      replica.freeze(false);
+    }
+    await replicaCaughtUp();
+    clock.advance(5_000);
+  });
+
   it('refuses a Cloud session token at once after sign-out while the replica lags, and reads current ones on the replica', async () => {
     let cloudConnection: ReplicaConnection | undefined;
     const cloud = await startCloud({

@@ -48,6 +48,11 @@ export class MariaDbServer extends ServerProcess {
     return `mysql://root@127.0.0.1:${this.port}/${database}`;
   }
 
+  /** Freezes the server (SIGSTOP) or lets it go on (SIGCONT): connections stay open and nothing answers. */
+  freeze(frozen: boolean): void {
+    this.process?.kill(frozen ? 'SIGSTOP' : 'SIGCONT');
+  }
+
   get running(): boolean {
     return this.process !== undefined;
   }
