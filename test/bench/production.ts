@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { createDpopKey } from './dpop.js';
 import { seedPlatform } from './fixtures.js';
@@ -36,26 +37,43 @@ export interface ProductionOptions {
 interface Shape {
   name: 'embedded' | 'production';
   servers: ChildServer[];
-  /** Every process whose CPU counts. */
-  pids: number[];
+  /** Every process whose CPU counts, each with the part of the shape it is (service, mariadbd, redis-server). */
+  pids: { pid: number; part: string }[];
   scenarios: Scenario[];
 }
 
 export interface ProductionRow {
   scenario: string;
-  embedded: { rps: number; cpuMicros: number; p99: number };
-  production: { rps: number; cpuMicros: number; p99: number };
+  embedded: { rps: number; cpuMicros: number; p99: number; parts: Record<string, number> };
+  /** `parts`: the median CPU per request of each part of the shape (service processes, mariadbd, redis-server), µs. */
+  production: { rps: number; cpuMicros: number; p99: number; parts: Record<string, number> };
   cpuRatio: number;
   p99Ratio: number;
   problem?: string;
 }
 
-const NAMES = ['discovery: GET /.well-known/platform.json', BEARER_POLICY, DPOP_POLICY];
+// BENCH_PRODUCTION_SCENARIOS: a comma-separated list of words; only the scenarios whose name holds one of them run (all three by default).
+const chosen = (process.env.BENCH_PRODUCTION_SCENARIOS ?? '').split(',').map((word) => word.trim().toLowerCase()).filter(Boolean);
+const NAMES = ['discovery: GET /.well-known/platform.json', BEARER_POLICY, DPOP_POLICY].filter((name) => chosen.length === 0 || chosen.some((word) => name.toLowerCase().includes(word)));
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+/** Context switches (voluntary and not) of every thread of a process so far. */
+function contextSwitches(pid: number): number {
+  try {
+    let sum = 0;
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      const status = readFileSync(`/proc/${pid}/task/${task}/status`, 'utf8');
+      for (const match of status.matchAll(/ctxt_switches:\s+(\d+)/g)) sum += Number(match[1]);
+    }
+    return sum;
+  } catch {
+    return 0;
+  }
 }
 
 function mariadbPid(): number | undefined {
@@ -90,14 +108,21 @@ function scenariosFor(host: string, tokens: { bearerToken: string; dpopToken: st
 }
 
 /** One measured stretch of `scenario` on every server of the shape at once, connections split between them. */
-async function measure(shape: Shape, index: number, options: ProductionOptions, seconds: number): Promise<Measurement & { cpu: number }> {
+async function measure(shape: Shape, index: number, options: ProductionOptions, seconds: number): Promise<Measurement & { cpu: number; parts: Record<string, number> }> {
   const scenario = shape.scenarios[index]!;
   const per = Math.max(1, Math.floor(options.connections / shape.servers.length));
-  const before = shape.pids.map((pid) => cpuMicros(pid) ?? 0);
+  const before = shape.pids.map(({ pid }) => cpuMicros(pid) ?? 0);
+  const switchesBefore = shape.pids.map(({ pid }) => contextSwitches(pid));
   const parts = await Promise.all(shape.servers.map((server) => load(scenario, server.origin, { connections: per, durationSeconds: seconds })));
-  const after = shape.pids.map((pid) => cpuMicros(pid) ?? 0);
+  const after = shape.pids.map(({ pid }) => cpuMicros(pid) ?? 0);
+  const switchesAfter = shape.pids.map(({ pid }) => contextSwitches(pid));
   const total = parts.reduce((sum, part) => sum + part.total, 0);
   const cpu = after.reduce((sum, value, i) => sum + value - before[i]!, 0);
+  const byPart: Record<string, number> = {};
+  shape.pids.forEach(({ part }, i) => {
+    byPart[part] = (byPart[part] ?? 0) + (total > 0 ? (after[i]! - before[i]!) / total : 0);
+    byPart[`${part} switches`] = (byPart[`${part} switches`] ?? 0) + (total > 0 ? (switchesAfter[i]! - switchesBefore[i]!) / total : 0);
+  });
   const statusCodes: Record<string, number> = {};
   for (const part of parts) for (const [code, count] of Object.entries(part.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + count;
   return {
@@ -111,6 +136,7 @@ async function measure(shape: Shape, index: number, options: ProductionOptions, 
     timeouts: parts.reduce((sum, part) => sum + part.timeouts, 0),
     statusCodes,
     cpu: total > 0 ? cpu / total : 0,
+    parts: byPart,
   };
 }
 
@@ -135,17 +161,20 @@ export async function runProductionComparison(options: ProductionOptions): Promi
     const productionEnv = { ...base, DATABASE_URL: database.platformUrl, REDIS_URL: options.redis, SIGNING_KEYS_SECRET: randomBytes(32).toString('base64url') };
     const productionSeed = await seedPlatform({ env: productionEnv, host: options.host, oidc: options.oidc, ingestDevices: 0, policyDpopJkt: dpopKey.thumbprint });
     const embedded = await startChild({ name: 'embedded (SQLite)', script: options.script, env: embeddedEnv, port: await freePort(), ready: { path: '/readyz' }, timeoutMs: 60_000 });
-    shapes.push({ name: 'embedded', servers: [embedded], pids: [embedded.pid], scenarios: scenariosFor(options.host, embeddedSeed.policy!, dpopKey) });
+    shapes.push({ name: 'embedded', servers: [embedded], pids: [{ pid: embedded.pid, part: 'service' }], scenarios: scenariosFor(options.host, embeddedSeed.policy!, dpopKey) });
     const replicas = await Promise.all(
       ['A', 'B'].map(async (name) =>
         startChild({ name: `production replica ${name}`, script: options.script, env: { ...productionEnv, MIGRATE_ON_START: 'false' }, port: await freePort(), ready: { path: '/readyz' }, timeoutMs: 60_000 }),
       ),
     );
-    const extra = [mariadbPid(), await redisPid(options.redis)].filter((pid): pid is number => pid !== undefined);
+    const extra = [
+      { pid: mariadbPid(), part: 'mariadbd' },
+      { pid: await redisPid(options.redis), part: 'redis-server' },
+    ].filter((entry): entry is { pid: number; part: string } => entry.pid !== undefined);
     if (extra.length < 2) options.log('production: mariadbd or redis-server not found locally; their CPU is not counted');
-    shapes.push({ name: 'production', servers: replicas, pids: [...replicas.map((replica) => replica.pid), ...extra], scenarios: scenariosFor(options.host, productionSeed.policy!, dpopKey) });
+    shapes.push({ name: 'production', servers: replicas, pids: [...replicas.map((replica) => ({ pid: replica.pid, part: 'service' })), ...extra], scenarios: scenariosFor(options.host, productionSeed.policy!, dpopKey) });
 
-    const results = new Map<string, { rps: number[]; cpu: number[]; p99: number[]; problem?: string }>();
+    const results = new Map<string, { rps: number[]; cpu: number[]; p99: number[]; parts: Record<string, number[]>; problem?: string }>();
     for (let round = 1; round <= options.rounds; round++) {
       options.log(`production: round ${round} of ${options.rounds}`);
       for (let index = 0; index < NAMES.length; index++) {
@@ -153,7 +182,8 @@ export async function runProductionComparison(options: ProductionOptions): Promi
           if (round === 1) await measure(shape, index, options, Math.max(1, options.warmupSeconds));
           const measurement = await measure(shape, index, options, options.durationSeconds);
           const key = `${shape.name}\n${NAMES[index]}`;
-          const entry = results.get(key) ?? { rps: [], cpu: [], p99: [] };
+          const entry = results.get(key) ?? { rps: [], cpu: [], p99: [], parts: {} };
+          for (const [part, micros] of Object.entries(measurement.parts)) (entry.parts[part] ??= []).push(micros);
           entry.rps.push(measurement.requestsPerSecond);
           entry.cpu.push(measurement.cpu);
           entry.p99.push(measurement.p99);
@@ -166,15 +196,16 @@ export async function runProductionComparison(options: ProductionOptions): Promi
     const rows: ProductionRow[] = NAMES.map((name) => {
       const of = (shape: string) => {
         const entry = results.get(`${shape}\n${name}`)!;
-        return { rps: median(entry.rps), cpuMicros: median(entry.cpu), p99: median(entry.p99), problem: entry.problem };
+        const parts = Object.fromEntries(Object.entries(entry.parts).map(([part, values]) => [part, median(values)]));
+        return { rps: median(entry.rps), cpuMicros: median(entry.cpu), p99: median(entry.p99), parts, problem: entry.problem };
       };
       const e = of('embedded');
       const p = of('production');
       const problem = e.problem ?? p.problem;
       return {
         scenario: name,
-        embedded: { rps: e.rps, cpuMicros: e.cpuMicros, p99: e.p99 },
-        production: { rps: p.rps, cpuMicros: p.cpuMicros, p99: p.p99 },
+        embedded: { rps: e.rps, cpuMicros: e.cpuMicros, p99: e.p99, parts: e.parts },
+        production: { rps: p.rps, cpuMicros: p.cpuMicros, p99: p.p99, parts: p.parts },
         cpuRatio: p.cpuMicros > 0 ? e.cpuMicros / p.cpuMicros : 0,
         p99Ratio: e.p99 > 0 ? p.p99 / e.p99 : 0,
         ...(problem ? { problem } : {}),
@@ -183,7 +214,7 @@ export async function runProductionComparison(options: ProductionOptions): Promi
     options.log(`production shape (2 replicas, MariaDB, Redis) beside embedded (1 process, SQLite): ${options.rounds} interleaved rounds, medians, ${options.connections} connections, ${options.durationSeconds} s each; CPU over every process of the shape`);
     for (const row of rows) {
       options.log(
-        `  ${row.scenario}: embedded ${row.embedded.rps.toFixed(0)} req/s, ${row.embedded.cpuMicros.toFixed(0)} µs CPU/req, p99 ${row.embedded.p99} ms | production ${row.production.rps.toFixed(0)} req/s, ${row.production.cpuMicros.toFixed(0)} µs CPU/req, p99 ${row.production.p99} ms | CPU ratio ${row.cpuRatio.toFixed(2)} (goal ≥ 0.9), p99 ratio ${row.p99Ratio.toFixed(2)} (goal ≤ 1.2)${row.problem ? ` FAILED (${row.problem})` : ''}`,
+        `  ${row.scenario}: embedded ${row.embedded.rps.toFixed(0)} req/s, ${row.embedded.cpuMicros.toFixed(0)} µs CPU/req (${Object.entries(row.embedded.parts).map(([part, value]) => `${part} ${value.toFixed(part.endsWith('switches') ? 1 : 0)}`).join(', ')}), p99 ${row.embedded.p99} ms | production ${row.production.rps.toFixed(0)} req/s, ${row.production.cpuMicros.toFixed(0)} µs CPU/req (${Object.entries(row.production.parts).map(([part, value]) => `${part} ${value.toFixed(part.endsWith('switches') ? 1 : 0)}`).join(', ')}), p99 ${row.production.p99} ms | CPU ratio ${row.cpuRatio.toFixed(2)} (goal ≥ 0.9), p99 ratio ${row.p99Ratio.toFixed(2)} (goal ≤ 1.2)${row.problem ? ` FAILED (${row.problem})` : ''}`,
       );
     }
     return { ok: rows.every((row) => !row.problem), rows };
