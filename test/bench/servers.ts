@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
@@ -82,9 +83,10 @@ export async function startChild(options: StartOptions): Promise<ChildServer> {
   // A fixed, small environment: nothing from the caller's shell (DATABASE_URL, REDIS_URL...) leaks in.
   const env: Record<string, string> = { PATH: process.env.PATH ?? '', ...options.env, HOST: '127.0.0.1', PORT: String(options.port) };
   // BENCH_CPU_PROF=<dir>: every server child writes a V8 CPU profile there when it stops
-  // (`node --cpu-prof`; open it in Chrome DevTools or speedscope).
+  // (`node --cpu-prof`; open it in Chrome DevTools or speedscope), named after the child, the time
+  // and a random tag (Node does not fill in a pid there), so a second run does not overwrite the first.
   const profileDir = process.env.BENCH_CPU_PROF;
-  const execArgv = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${options.name.replace(/[^a-z0-9]+/gi, '-')}-\${pid}.cpuprofile`] : [];
+  const execArgv = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${options.name.replace(/[^a-z0-9]+/gi, '-')}-${Date.now()}-${randomBytes(3).toString('hex')}.cpuprofile`] : [];
   const child = spawn(process.execPath, [...execArgv, options.script], { env, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
   running.add(child);
   let stderr = '';
