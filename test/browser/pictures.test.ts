@@ -179,16 +179,26 @@ describe('accepted pictures in Chromium', () => {
     const showings = shown.flatMap(({ file }) => MODES.map((mode) => ({ file, mode })));
     const found: string[][] = new Array<string[]>(showings.length);
     let next = 0;
-    await Promise.all(
+    // A showing that fails stops the others taking more, and the test waits for those in flight
+    // before it fails, so no page runs on after it.
+    let failed = false;
+    const workers = await Promise.allSettled(
       Array.from({ length: PAGES_AT_ONCE }, async () => {
-        while (next < showings.length) {
+        while (next < showings.length && !failed) {
           const index = next++;
           const { file, mode } = showings[index]!;
-          const { scripts, outside } = await show(mode, file);
-          found[index] = [...scripts.map((script) => `${file} (${mode}): ran ${script}`), ...outside.map((url) => `${file} (${mode}): requested ${url}`)];
+          try {
+            const { scripts, outside } = await show(mode, file);
+            found[index] = [...scripts.map((script) => `${file} (${mode}): ran ${script}`), ...outside.map((url) => `${file} (${mode}): requested ${url}`)];
+          } catch (error) {
+            failed = true;
+            throw error;
+          }
         }
       }),
     );
+    const failure = workers.find((worker) => worker.status === 'rejected');
+    if (failure) throw failure.reason;
     expect(found.filter(Boolean)).toHaveLength(showings.length);
     expect(found.flat()).toEqual([]);
   }, 900_000);
