@@ -44,8 +44,11 @@ interface Shape {
 
 export interface ProductionRow {
   scenario: string;
+  /**
+   * `parts`: per request, the median CPU of each part of the shape (`service`, `mariadbd`,
+   * `redis-server`, µs) and its context switches (`<part> switches`).
+   */
   embedded: { rps: number; cpuMicros: number; p99: number; parts: Record<string, number> };
-  /** `parts`: the median CPU per request of each part of the shape (service processes, mariadbd, redis-server), µs. */
   production: { rps: number; cpuMicros: number; p99: number; parts: Record<string, number> };
   cpuRatio: number;
   p99Ratio: number;
