@@ -57,6 +57,10 @@ export interface ProductionRow {
 
 // BENCH_PRODUCTION_SCENARIOS: a comma-separated list of words; only the scenarios whose name holds one of them run (all three by default).
 const chosen = (process.env.BENCH_PRODUCTION_SCENARIOS ?? '').split(',').map((word) => word.trim().toLowerCase()).filter(Boolean);
+// BENCH_PRODUCTION_REPLICAS: how many replicas the production shape runs, 1 to 4 (2 by default, as the issue measured; the others are for experiments).
+const replicaCount = Number(process.env.BENCH_PRODUCTION_REPLICAS ?? '2');
+if (!Number.isInteger(replicaCount) || replicaCount < 1 || replicaCount > 4) throw new Error(`BENCH_PRODUCTION_REPLICAS must be a whole number from 1 to 4, not "${process.env.BENCH_PRODUCTION_REPLICAS ?? ''}"`);
+const REPLICA_NAMES = ['A', 'B', 'C', 'D'].slice(0, replicaCount);
 const NAMES = ['discovery: GET /.well-known/platform.json', BEARER_POLICY, DPOP_POLICY].filter((name) => chosen.length === 0 || chosen.some((word) => name.toLowerCase().includes(word)));
 
 function median(values: number[]): number {
@@ -166,7 +170,7 @@ export async function runProductionComparison(options: ProductionOptions): Promi
     const embedded = await startChild({ name: 'embedded (SQLite)', script: options.script, env: embeddedEnv, port: await freePort(), ready: { path: '/readyz' }, timeoutMs: 60_000 });
     shapes.push({ name: 'embedded', servers: [embedded], pids: [{ pid: embedded.pid, part: 'service' }], scenarios: scenariosFor(options.host, embeddedSeed.policy!, dpopKey) });
     const replicas = await Promise.all(
-      ['A', 'B'].map(async (name) =>
+      REPLICA_NAMES.map(async (name) =>
         startChild({ name: `production replica ${name}`, script: options.script, env: { ...productionEnv, MIGRATE_ON_START: 'false' }, port: await freePort(), ready: { path: '/readyz' }, timeoutMs: 60_000 }),
       ),
     );
@@ -214,7 +218,7 @@ export async function runProductionComparison(options: ProductionOptions): Promi
         ...(problem ? { problem } : {}),
       };
     });
-    options.log(`production shape (2 replicas, MariaDB, Redis) beside embedded (1 process, SQLite): ${options.rounds} interleaved rounds, medians, ${options.connections} connections, ${options.durationSeconds} s each; CPU over every process of the shape`);
+    options.log(`production shape (${REPLICA_NAMES.length} replica${REPLICA_NAMES.length === 1 ? '' : 's'}, MariaDB, Redis) beside embedded (1 process, SQLite): ${options.rounds} interleaved rounds, medians, ${options.connections} connections, ${options.durationSeconds} s each; CPU over every process of the shape`);
     for (const row of rows) {
       options.log(
         `  ${row.scenario}: embedded ${row.embedded.rps.toFixed(0)} req/s, ${row.embedded.cpuMicros.toFixed(0)} µs CPU/req (${Object.entries(row.embedded.parts).map(([part, value]) => `${part} ${value.toFixed(part.endsWith('switches') ? 1 : 0)}`).join(', ')}), p99 ${row.embedded.p99} ms | production ${row.production.rps.toFixed(0)} req/s, ${row.production.cpuMicros.toFixed(0)} µs CPU/req (${Object.entries(row.production.parts).map(([part, value]) => `${part} ${value.toFixed(part.endsWith('switches') ? 1 : 0)}`).join(', ')}), p99 ${row.production.p99} ms | CPU ratio ${row.cpuRatio.toFixed(2)} (goal ≥ 0.9), p99 ratio ${row.p99Ratio.toFixed(2)} (goal ≤ 1.2)${row.problem ? ` FAILED (${row.problem})` : ''}`,
